@@ -1,0 +1,42 @@
+# deltamem: two commands set up everything from nothing (see README).
+#   make demo   virtualenv, llama.cpp engine, embedded model + embeddings, then the demo
+#   make test   the same setup, then the test suite
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+EXTRAS ?= local,tiny,server,postgres,bench,dev
+# llama-cpp-python ships only as source: build it portable (not for this CPU only).
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
+
+.PHONY: setup demo test lint bench-search bench-write clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -e ".[$(EXTRAS)]"
+	$(PY) -m deltamem setup
+	touch $@
+
+setup: $(VENV)/.installed
+
+demo: setup
+	$(PY) -m deltamem demo
+
+test: setup
+	$(VENV)/bin/ruff check deltamem tests benchmarks
+	$(PY) -m pytest -q
+
+lint: setup
+	$(VENV)/bin/ruff check deltamem tests benchmarks
+	$(VENV)/bin/ruff format --check deltamem tests benchmarks
+
+bench-search: setup
+	$(PY) benchmarks/search_latency.py --sizes 1000,10000,100000 --json
+
+bench-write: setup
+	$(PY) benchmarks/write_cost.py --data ../shared/data/halumem/pilot_slice_user3.jsonl --sessions 10 --json
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,212 @@
+"""The LLM port: what the memory core needs from a chat model, and the accounting
+every adapter shares (tokens, seconds, purpose of each call, retries)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+ChatMessage = dict[str, str]
+
+
+class LLMError(RuntimeError):
+    """The model could not give a usable answer."""
+
+
+class LLMTimeout(LLMError):
+    """A call ran past its time limit."""
+
+
+class LLMOutputError(LLMError):
+    """The model answered, but not with what was asked for (bad JSON, wrong shape)."""
+
+
+@dataclass
+class Completion:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int = 0  # prompt tokens served from a KV / prompt cache
+
+
+@dataclass
+class CallRecord:
+    """One model call, as logged."""
+
+    purpose: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    seconds: float
+    ok: bool
+    error: str | None = None
+    at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+
+@dataclass
+class Usage:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    seconds: float = 0.0
+    by_purpose: dict[str, int] = field(default_factory=dict)
+
+    def add(self, rec: CallRecord) -> None:
+        self.calls += 1
+        self.prompt_tokens += rec.prompt_tokens
+        self.completion_tokens += rec.completion_tokens
+        self.cached_tokens += rec.cached_tokens
+        self.seconds += rec.seconds
+        self.by_purpose[rec.purpose] = self.by_purpose.get(rec.purpose, 0) + 1
+
+    def snapshot(self) -> Usage:
+        return Usage(
+            self.calls,
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.cached_tokens,
+            self.seconds,
+            dict(self.by_purpose),
+        )
+
+    def since(self, before: Usage) -> Usage:
+        return Usage(
+            self.calls - before.calls,
+            self.prompt_tokens - before.prompt_tokens,
+            self.completion_tokens - before.completion_tokens,
+            self.cached_tokens - before.cached_tokens,
+            self.seconds - before.seconds,
+            {k: v - before.by_purpose.get(k, 0) for k, v in self.by_purpose.items()},
+        )
+
+
+class LLM(ABC):
+    """A chat model. Adapters implement `_chat`; this class does the rest.
+
+    `complete_json` always returns a dict that parsed: adapters constrain decoding
+    to the schema where the engine can, and a reply that still fails to parse is
+    retried, then reported as LLMOutputError.
+    """
+
+    name: str = "llm"
+
+    def __init__(self, *, timeout: float = 300.0, retries: int = 1) -> None:
+        self.timeout = timeout
+        self.retries = retries
+        self.usage = Usage()
+        self._listeners: list[Callable[[CallRecord], None]] = []
+        self._lock = threading.Lock()
+
+    # --- what adapters provide -------------------------------------------------
+    @abstractmethod
+    def _chat(
+        self,
+        messages: list[ChatMessage],
+        *,
+        schema: dict[str, Any] | None,
+        max_tokens: int,
+        temperature: float,
+        timeout: float,
+    ) -> Completion: ...
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens in `text` for this model; adapters with a tokenizer override this."""
+        return max(1, len(text) // 4)
+
+    @property
+    def context_window(self) -> int:
+        return 8192
+
+    # --- shared behaviour --------------------------------------------------------
+    def on_call(self, listener: Callable[[CallRecord], None]) -> None:
+        """Register a callback that receives every CallRecord (used for logging)."""
+        self._listeners.append(listener)
+
+    def _record(self, rec: CallRecord) -> None:
+        with self._lock:
+            self.usage.add(rec)
+        for fn in self._listeners:
+            with contextlib.suppress(Exception):  # a broken logger must not break a write
+                fn(rec)
+
+    def _call(self, messages, *, schema, max_tokens, temperature, purpose) -> Completion:
+        attempts = self.retries + 1
+        last: Exception | None = None
+        for _ in range(attempts):
+            t0 = time.perf_counter()
+            try:
+                out = self._chat(
+                    messages,
+                    schema=schema,
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    timeout=self.timeout,
+                )
+            except LLMError as exc:
+                last = exc
+                spent = time.perf_counter() - t0
+                self._record(CallRecord(purpose, self.name, 0, 0, 0, spent, False, str(exc)))
+                continue
+            rec = CallRecord(
+                purpose,
+                self.name,
+                out.prompt_tokens,
+                out.completion_tokens,
+                out.cached_tokens,
+                time.perf_counter() - t0,
+                True,
+            )
+            self._record(rec)
+            return out
+        assert last is not None
+        raise last
+
+    def complete(
+        self,
+        messages: list[ChatMessage],
+        *,
+        purpose: str,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> str:
+        return self._call(
+            messages, schema=None, max_tokens=max_tokens, temperature=temperature, purpose=purpose
+        ).text
+
+    def complete_json(
+        self,
+        messages: list[ChatMessage],
+        schema: dict[str, Any],
+        *,
+        purpose: str,
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+    ) -> dict[str, Any]:
+        last = ""
+        for _ in range(self.retries + 1):
+            out = self._call(
+                messages,
+                schema=schema,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                purpose=purpose,
+            )
+            last = out.text
+            try:
+                value = json.loads(out.text)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, dict):
+                return value
+        raise LLMOutputError(
+            f"{self.name} did not return a JSON object; last reply: {last[:200]!r}"
+        )

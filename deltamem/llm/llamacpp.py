@@ -1,0 +1,114 @@
+"""Embedded llama.cpp adapter (llama-cpp-python): a GGUF file, no server.
+
+llama-cpp-python keeps the KV cache of the previous call and reuses the longest
+common prefix, so prompts that start with the same static instructions only pay
+for what follows them. We count the tokens the engine really evaluates to report
+how much of each prompt came from that cache.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from deltamem.llm.base import LLM, ChatMessage, Completion, LLMError, LLMTimeout
+
+
+class LlamaCppLLM(LLM):
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        seed: int = 0,
+        timeout: float = 300.0,
+        retries: int = 1,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(timeout=timeout, retries=retries)
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise LLMError(
+                "llama-cpp-python is not installed; `pip install 'deltamem[local]'`"
+            ) from exc
+        path = Path(model_path)
+        if not path.is_file():
+            raise LLMError(f"GGUF model file not found: {path}")
+        threads = n_threads or int(os.environ.get("DELTAMEM_THREADS", 0)) or (os.cpu_count() or 2)
+        self._llama = Llama(
+            model_path=str(path),
+            n_ctx=n_ctx,
+            n_threads=threads,
+            n_threads_batch=threads,
+            n_batch=512,
+            seed=seed,
+            verbose=False,
+        )
+        self.name = name or path.stem
+        self._n_ctx = n_ctx
+        self._evaluated = 0
+        self._engine_lock = threading.Lock()
+        original_eval = self._llama.eval
+
+        def counting_eval(tokens: Any) -> None:
+            self._evaluated += len(tokens)
+            original_eval(tokens)
+
+        self._llama.eval = counting_eval  # type: ignore[method-assign]
+
+    @property
+    def context_window(self) -> int:
+        return self._n_ctx
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._llama.tokenize(text.encode("utf-8", "replace"), add_bos=False))
+
+    def _chat(
+        self,
+        messages: list[ChatMessage],
+        *,
+        schema: dict[str, Any] | None,
+        max_tokens: int,
+        temperature: float,
+        timeout: float,
+    ) -> Completion:
+        deadline = time.monotonic() + timeout
+        timed_out = False
+
+        def past_deadline(_ids: Any, _logits: Any) -> bool:
+            nonlocal timed_out
+            timed_out = time.monotonic() > deadline
+            return timed_out
+
+        kwargs: dict[str, Any] = {}
+        if schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+        with self._engine_lock:  # one llama context: calls must not interleave
+            before = self._evaluated
+            try:
+                out = self._llama.create_chat_completion(
+                    messages=messages,  # type: ignore[arg-type]
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    stopping_criteria=[past_deadline],  # type: ignore[list-item]
+                    **kwargs,
+                )
+            except ValueError as exc:  # e.g. prompt longer than the context
+                raise LLMError(f"llama.cpp refused the request: {exc}") from exc
+            evaluated = self._evaluated - before
+        if timed_out:
+            raise LLMTimeout(f"{self.name}: generation exceeded {timeout:.0f}s")
+        usage = out["usage"]  # type: ignore[index]
+        prompt, completion = usage["prompt_tokens"], usage["completion_tokens"]
+        prompt_evaluated = max(0, evaluated - completion)
+        return Completion(
+            text=out["choices"][0]["message"]["content"] or "",  # type: ignore[index]
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cached_tokens=max(0, prompt - prompt_evaluated),
+        )

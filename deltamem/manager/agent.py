@@ -1,0 +1,223 @@
+"""The agentic memory manager (DeltaMem design): one LLM reads a session, may
+search the bank, and ends with one structured list of add / update / none.
+
+Per chunk of the session:
+  1. pre-retrieve memories related to the user turns (hybrid search);
+  2. ask the model for operations, optionally letting it search first
+     (bounded rounds, schema-constrained replies);
+  3. validate the operations into a workspace shared by the session's chunks.
+The result is a plan; the caller writes it in one transaction.
+
+The static instructions are the first message of every call so the llama.cpp KV
+cache serves them from the second session on.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from deltamem.embed.base import Embedder
+from deltamem.llm.base import LLM
+from deltamem.manager import schema
+from deltamem.manager.render import (
+    Turn,
+    chunk_turns,
+    memory_lines,
+    render_turns,
+    template,
+)
+from deltamem.manager.validate import PendingWrite, Workspace, apply_ops
+from deltamem.retrieval.hybrid import HybridSearcher
+from deltamem.store.base import PlannedWrite, Store
+from deltamem.text import keywords
+from deltamem.timeparse import human_date
+from deltamem.types import Operation, SessionRecord
+
+NEAR_DUPLICATE = 0.96  # cosine above which an add is taken as restating a memory
+
+
+@dataclass
+class ManagerConfig:
+    assistant_words: int = 40  # assistant turns are cut to about this many words
+    prefetch: int = 24  # memories pre-retrieved per chunk
+    search_rounds: int = 1  # search-tool rounds the agent may take per chunk
+    search_hits: int = 6  # results per search round
+    chunk_tokens: int = 4000  # most conversation tokens read in one call
+    output_tokens: int = 1500
+
+
+@dataclass
+class Plan:
+    writes: list[PlannedWrite]
+    noops: list[Operation]
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+class Manager:
+    def __init__(
+        self,
+        llm: LLM,
+        embedder: Embedder,
+        store: Store,
+        config: ManagerConfig | None = None,
+    ) -> None:
+        self.llm = llm
+        self.embedder = embedder
+        self.store = store
+        self.searcher = HybridSearcher(store, embedder)
+        self.config = config or ManagerConfig()
+        self._system = template("manager_system.txt").substitute()
+        self._session = template("manager_session.txt")
+        self._results = template("search_results.txt")
+        self._final = template("instruction_final.txt").substitute().strip()
+        self._search = template("instruction_search.txt").substitute().strip()
+
+    # --- budget ------------------------------------------------------------------
+    def _chunk_budget(self) -> int:
+        c = self.config
+        fixed = self.llm.count_tokens(self._system) + 200
+        memories = c.prefetch * 40 + c.search_rounds * c.search_hits * 40
+        room = self.llm.context_window - fixed - memories - c.output_tokens
+        return max(256, min(c.chunk_tokens, room))
+
+    # --- the loop ----------------------------------------------------------------
+    def plan(self, session: SessionRecord) -> Plan:
+        c = self.config
+        msgs = session.messages
+        user_idx = [i for i, m in enumerate(msgs) if m.role == "user"]
+        session_tokens = sum(self.llm.count_tokens(f"{m.role}: {m.content}") for m in msgs)
+        stats: dict[str, float] = {
+            "session_tokens": session_tokens,
+            "chunks": 0,
+            "search_queries": 0,
+            "llm_calls": 0,
+        }
+        ws = Workspace()
+        if not user_idx:  # nothing the user said: nothing to remember
+            return Plan([], [], stats)
+        user_vecs = dict(
+            zip(user_idx, self.embedder.embed([msgs[i].content for i in user_idx]), strict=True)
+        )
+        turns = render_turns(msgs, self.llm.count_tokens, assistant_words=c.assistant_words)
+        chunks = chunk_turns(turns, self._chunk_budget())
+        for n, chunk in enumerate(chunks):
+            idx = sorted({t.index for t in chunk if t.index in user_vecs})
+            if not idx:
+                continue
+            stats["chunks"] += 1
+            self._run_chunk(session, chunk, idx, user_vecs, ws, n, stats)
+        writes = self._finish(session, ws, user_vecs)
+        return Plan(writes, ws.noops, stats)
+
+    def _run_chunk(
+        self,
+        session: SessionRecord,
+        chunk: list[Turn],
+        user_turns: list[int],
+        user_vecs: dict[int, np.ndarray],
+        ws: Workspace,
+        n: int,
+        stats: dict[str, float],
+    ) -> None:
+        c = self.config
+        queries = [session.messages[i].content for i in user_turns]
+        vecs = np.stack([user_vecs[i] for i in user_turns])
+        ranked = self.searcher.rank(
+            queries, session.user_id, vectors=vecs, agent_id=session.agent_id, depth=8
+        )
+        related = self.store.get_many([mid for mid, _ in ranked[: c.prefetch]])
+        listed = [(ws.show(m), m, m.content) for m in related]
+        listed += [(short, None, p.content) for short, p in ws.pending_adds()]
+        prompt = self._session.substitute(
+            session_date=human_date(session.timestamp),
+            conversation="\n".join(t.line for t in chunk),
+            memories=memory_lines(listed),
+            instruction=self._search if c.search_rounds > 0 else self._final,
+        )
+        messages = [
+            {"role": "system", "content": self._system},
+            {"role": "user", "content": prompt},
+        ]
+        reply = self.llm.complete_json(
+            messages,
+            schema.SEARCH_OR_OPERATIONS if c.search_rounds > 0 else schema.OPERATIONS,
+            purpose="manager",
+            max_tokens=c.output_tokens,
+        )
+        stats["llm_calls"] += 1
+        rounds = 0
+        while "operations" not in reply and reply.get("search") and rounds < c.search_rounds:
+            rounds += 1
+            asked = [str(q) for q in reply["search"][:3] if str(q).strip()]
+            stats["search_queries"] += len(asked)
+            found = self.searcher.rank(asked, session.user_id, agent_id=session.agent_id, depth=8)
+            fresh = [mid for mid, _ in found if mid not in ws.short_of][: c.search_hits]
+            hits = [(ws.show(m), m, m.content) for m in self.store.get_many(fresh)]
+            messages += [
+                {"role": "assistant", "content": json.dumps(reply)},
+                {"role": "user", "content": self._results.substitute(results=memory_lines(hits))},
+            ]
+            reply = self.llm.complete_json(
+                messages, schema.OPERATIONS, purpose="manager", max_tokens=c.output_tokens
+            )
+            stats["llm_calls"] += 1
+        ops = reply.get("operations")
+        apply_ops(ws, ops if isinstance(ops, list) else [], chunk=n)
+
+    # --- from decisions to writes -------------------------------------------------
+    def _finish(
+        self, session: SessionRecord, ws: Workspace, user_vecs: dict[int, np.ndarray]
+    ) -> list[PlannedWrite]:
+        if not ws.pending:
+            return []
+        vecs = self.embedder.embed([p.content for p in ws.pending])
+        idx = list(user_vecs)
+        turn_matrix = np.stack([user_vecs[i] for i in idx])
+        writes: list[PlannedWrite] = []
+        kept: list[np.ndarray] = []
+        for p, vec in zip(ws.pending, vecs, strict=True):
+            if p.op == "add" and self._restates(session, p, vec, kept, ws):
+                continue
+            sims = turn_matrix @ vec
+            best = float(sims.max())
+            turns = [idx[j] for j in np.argsort(-sims)[:3] if sims[j] >= best - 0.05]
+            writes.append(
+                PlannedWrite(
+                    op=p.op,
+                    content=p.content,
+                    embedding=vec,
+                    memory_id=p.memory_id,
+                    memory_type=p.memory_type,
+                    keywords=keywords(p.content),
+                    turns=sorted(turns),
+                )
+            )
+            if p.op == "add":
+                kept.append(vec)
+        return writes
+
+    def _restates(
+        self,
+        session: SessionRecord,
+        p: PendingWrite,
+        vec: np.ndarray,
+        kept: list[np.ndarray],
+        ws: Workspace,
+    ) -> bool:
+        """An add nearly identical to a stored memory or to another add of this session."""
+        if any(float(k @ vec) >= NEAR_DUPLICATE for k in kept):
+            ws.noops.append(Operation(op="none", content=p.content, note="duplicate add"))
+            return True
+        top = self.store.dense_search(session.user_id, vec, 1, session.agent_id)
+        updated = {q.memory_id for q in ws.pending if q.op == "update"}
+        if top and top[0][1] >= NEAR_DUPLICATE and top[0][0] not in updated:
+            ws.noops.append(
+                Operation(op="none", memory_id=top[0][0], content=p.content,
+                          note="add restates a known memory")
+            )
+            return True
+        return False
+

@@ -1,0 +1,330 @@
+"""`Memory`: the library's front door. Three lines to a memory that stays right.
+
+    mem = Memory()
+    mem.add(messages, user_id="martin", session_id="s1", timestamp="2029-02-13T10:51:39")
+    mem.search("Which films does Martin like?", user_id="martin")
+
+Write path: validate the session, log it durably, let the manager plan the
+operations, then apply them in one transaction. A crash or an LLM failure
+between logging and applying leaves the session pending/failed in the log, never
+half-applied; `process_pending()` (or adding again) picks it up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from platformdirs import user_data_dir
+from pydantic import ValidationError
+
+from deltamem.answer import Answer, Answerer
+from deltamem.embed import Embedder, make_embedder
+from deltamem.llm import LLM, LLMError, make_llm
+from deltamem.manager.agent import Manager, ManagerConfig
+from deltamem.retrieval.hybrid import HybridSearcher
+from deltamem.store.base import Store
+from deltamem.timeparse import parse_time
+from deltamem.types import (
+    AddResult,
+    HistoryEntry,
+    MemoryItem,
+    Message,
+    Operation,
+    SearchFilters,
+    SearchHit,
+    SessionRecord,
+    utcnow,
+)
+
+MAX_SESSION_MESSAGES = 2000
+
+
+class InvalidSession(ValueError):
+    """The session given to `add` cannot be read; nothing was stored."""
+
+
+class SessionFailed(RuntimeError):
+    """The session is logged but could not be processed; it is marked failed and can
+    be retried with `Memory.retry` / `deltamem retry`."""
+
+
+def default_path() -> Path:
+    home = os.environ.get("DELTAMEM_HOME") or user_data_dir("deltamem")
+    return Path(home) / "memory.db"
+
+
+def parse_messages(messages: Any) -> list[Message]:
+    """Validate raw messages into Message objects, or raise InvalidSession naming the fault."""
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise InvalidSession("messages must be a list of {role, content, timestamp?} objects")
+    if not messages:
+        raise InvalidSession("the session has no messages")
+    if len(messages) > MAX_SESSION_MESSAGES:
+        raise InvalidSession(
+            f"the session has {len(messages)} messages (limit {MAX_SESSION_MESSAGES}); split it"
+        )
+    out: list[Message] = []
+    for i, raw in enumerate(messages):
+        if isinstance(raw, Message):
+            out.append(raw)
+            continue
+        if not isinstance(raw, dict):
+            raise InvalidSession(f"message {i} is a {type(raw).__name__}, not an object")
+        content = raw.get("content")
+        if isinstance(content, bytes):
+            try:
+                raw = {**raw, "content": content.decode("utf-8")}
+            except UnicodeDecodeError as exc:
+                raise InvalidSession(f"message {i} is not valid UTF-8: {exc}") from exc
+        elif isinstance(content, str):
+            try:
+                content.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InvalidSession(
+                    f"message {i} contains text that is not valid Unicode "
+                    f"(lone surrogate at character {exc.start})"
+                ) from exc
+        try:
+            out.append(Message.model_validate(raw))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise InvalidSession(f"message {i}: {where}: {first['msg']}") from exc
+    return out
+
+
+def session_hash(messages: list[Message], timestamp: datetime) -> str:
+    payload = json.dumps(
+        [[m.role, m.name, m.content] for m in messages] + [timestamp.isoformat()],
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class Memory:
+    """A memory of the people an agent talks with.
+
+    Everything is optional: by default the store is one SQLite file in the user
+    data directory (or $DELTAMEM_HOME), the LLM is the embedded llama.cpp model
+    and the embedder the embedded MiniLM. The LLM is loaded on first use, so
+    reading memory never pays for it.
+    """
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        llm: LLM | str | None = None,
+        embedder: Embedder | str | None = None,
+        store: Store | None = None,
+        config: ManagerConfig | None = None,
+        log_calls: bool = True,
+    ) -> None:
+        self.embedder = embedder if isinstance(embedder, Embedder) else make_embedder(embedder)
+        if store is None:
+            from deltamem.store.sqlite import SQLiteStore
+
+            store = SQLiteStore(
+                path or default_path(), dim=self.embedder.dim, embedder_name=self.embedder.name
+            )
+        self.store = store
+        self.config = config or ManagerConfig()
+        self._llm_spec = llm
+        self._llm: LLM | None = llm if isinstance(llm, LLM) else None
+        self._log_calls = log_calls
+        if self._llm is not None and log_calls:
+            self._llm.on_call(self.store.log_call)
+        self.searcher = HybridSearcher(self.store, self.embedder)
+
+    # --- lazily built parts ----------------------------------------------------------
+    @property
+    def llm(self) -> LLM:
+        if self._llm is None:
+            spec = self._llm_spec if isinstance(self._llm_spec, str) else None
+            self._llm = make_llm(spec)
+            if self._log_calls:
+                self._llm.on_call(self.store.log_call)
+        return self._llm
+
+    @property
+    def manager(self) -> Manager:
+        return Manager(self.llm, self.embedder, self.store, self.config)
+
+    # --- write path ------------------------------------------------------------------
+    def add(
+        self,
+        messages: Sequence[dict[str, Any] | Message],
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        timestamp: str | datetime | None = None,
+        agent_id: str | None = None,
+    ) -> AddResult:
+        """Ingest one dialogue session and return the operations applied.
+
+        Event time is `timestamp`, else the first message's timestamp, else now.
+        Adding a session id again with the same content returns its recorded
+        operations without calling the LLM.
+        """
+        record = self.log_session(
+            messages, user_id=user_id, session_id=session_id, timestamp=timestamp,
+            agent_id=agent_id,
+        )
+        # a user's sessions apply in order: finish earlier pending ones first
+        for earlier in self.store.list_sessions(user_id, status="pending"):
+            if earlier.seq < record.seq and earlier.agent_id == record.agent_id:
+                self._process(earlier)
+        return self._process(record)
+
+    def log_session(
+        self,
+        messages: Sequence[dict[str, Any] | Message],
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        timestamp: str | datetime | None = None,
+        agent_id: str | None = None,
+    ) -> SessionRecord:
+        """Validate and durably log a session without processing it (queue semantics)."""
+        if not user_id or not str(user_id).strip():
+            raise InvalidSession("user_id is required")
+        msgs = parse_messages(messages)
+        try:
+            ts = parse_time(timestamp) if timestamp is not None else None
+        except ValueError as exc:
+            raise InvalidSession(str(exc)) from exc
+        ts = ts or next((m.timestamp for m in msgs if m.timestamp), None) or utcnow()
+        digest = session_hash(msgs, ts)
+        rec = SessionRecord(
+            user_id=user_id,
+            agent_id=agent_id,
+            session_id=session_id or digest[:16],
+            timestamp=ts,
+            messages=msgs,
+            content_hash=digest,
+        )
+        stored, _ = self.store.log_session(rec)
+        return stored
+
+    def _process(self, record: SessionRecord) -> AddResult:
+        if record.status == "applied":
+            ops = self.store.session_operations(record.user_id, record.session_id, record.agent_id)
+            return AddResult(
+                session_id=record.session_id, status="applied", operations=ops,
+                already_applied=True,
+            )
+        before = self.llm.usage.snapshot()
+        try:
+            plan = self.manager.plan(record)
+        except LLMError as exc:
+            self.store.mark_failed(record.user_id, record.session_id, record.agent_id, str(exc))
+            raise SessionFailed(
+                f"session {record.session_id!r}: {exc}. It is kept in the log as failed; "
+                "retry with `deltamem retry` or Memory.retry()"
+            ) from exc
+        ops = self.store.apply_session(record, plan.writes, plan.noops)
+        used = self.llm.usage.since(before)
+        cost = {
+            **plan.stats,
+            "prompt_tokens": used.prompt_tokens,
+            "cached_tokens": used.cached_tokens,
+            "completion_tokens": used.completion_tokens,
+            "llm_seconds": round(used.seconds, 3),
+        }
+        return AddResult(
+            session_id=record.session_id, status="applied", operations=ops, cost=cost
+        )
+
+    def process_pending(self, user_id: str | None = None) -> list[AddResult]:
+        """Apply every logged session still pending, in log order (resume after a crash)."""
+        return [self._process(r) for r in self.store.list_sessions(user_id, status="pending")]
+
+    def retry(self, session_id: str, *, user_id: str, agent_id: str | None = None) -> AddResult:
+        rec = self.store.get_session(user_id, session_id, agent_id)
+        if rec is None:
+            raise KeyError(f"no session {session_id!r} for user {user_id!r}")
+        return self._process(rec)
+
+    def replay(self, user_id: str, agent_id: str | None = None) -> list[AddResult]:
+        """Rebuild a user's memory from the session log with the current manager."""
+        self.store.reset(user_id, agent_id, keep_log=True)
+        return self.process_pending(user_id)
+
+    # --- read path -------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        limit: int = 20,
+        agent_id: str | None = None,
+        filters: SearchFilters | dict[str, Any] | None = None,
+    ) -> list[SearchHit]:
+        if isinstance(filters, dict):
+            filters = SearchFilters.model_validate(filters)
+        return self.searcher.search(
+            query, user_id, limit=limit, agent_id=agent_id, filters=filters
+        )
+
+    def answer(
+        self,
+        question: str,
+        *,
+        user_id: str,
+        agent_id: str | None = None,
+        limit: int = 20,
+        asked_at: str | datetime | None = None,
+    ) -> Answer:
+        hits = self.search(question, user_id=user_id, limit=limit, agent_id=agent_id)
+        at = parse_time(asked_at) if asked_at is not None else None
+        return Answerer(self.llm).answer(question, hits, asked_at=at)
+
+    def get_all(
+        self,
+        *,
+        user_id: str,
+        agent_id: str | None = None,
+        filters: SearchFilters | dict[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> list[MemoryItem]:
+        if isinstance(filters, dict):
+            filters = SearchFilters.model_validate(filters)
+        return self.store.list_memories(user_id, agent_id, filters, limit)
+
+    def get(self, memory_id: str) -> MemoryItem | None:
+        return self.store.get(memory_id)
+
+    def history(self, memory_id: str) -> list[HistoryEntry]:
+        return self.store.history(memory_id)
+
+    def session_memories(self, session_id: str, user_id: str | None = None) -> list[MemoryItem]:
+        return self.store.session_memories(session_id, user_id)
+
+    def session_operations(
+        self, session_id: str, *, user_id: str, agent_id: str | None = None
+    ) -> list[Operation]:
+        return self.store.session_operations(user_id, session_id, agent_id)
+
+    def delete(self, memory_id: str) -> bool:
+        """Delete a memory on the application's request (logged in its history)."""
+        return self.store.delete(memory_id, actor="api")
+
+    def reset(self, user_id: str, agent_id: str | None = None) -> int:
+        """Forget a user entirely: memories, history and session log."""
+        return self.store.reset(user_id, agent_id)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+

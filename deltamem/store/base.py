@@ -1,0 +1,156 @@
+"""The store port: session log, memory bank, history, vectors, keyword index, call log.
+
+Every backend (SQLite embedded, PostgreSQL) implements this interface and passes
+the same test suite (tests/test_store.py). Scope is (user_id, agent_id); an
+agent_id of None means "any agent" when reading and "no agent" when writing.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from deltamem.llm.base import CallRecord
+from deltamem.types import (
+    HistoryEntry,
+    MemoryItem,
+    MemoryType,
+    Operation,
+    SearchFilters,
+    SessionRecord,
+    SessionStatus,
+)
+
+
+class StoreError(RuntimeError):
+    pass
+
+
+class SessionConflict(StoreError):
+    """A session id that is already logged with different content."""
+
+
+class UnknownMemory(StoreError):
+    pass
+
+
+@dataclass
+class PlannedWrite:
+    """A validated add or update, ready to be written with its embedding."""
+
+    op: str  # "add" | "update"
+    content: str
+    embedding: np.ndarray
+    memory_id: str | None = None  # the target of an update
+    memory_type: MemoryType | None = None
+    keywords: list[str] = field(default_factory=list)
+    turns: list[int] = field(default_factory=list)
+
+
+class Store(ABC):
+    dim: int
+
+    # --- session log -------------------------------------------------------------
+    @abstractmethod
+    def log_session(self, rec: SessionRecord) -> tuple[SessionRecord, bool]:
+        """Durably store a session before extraction. Returns (stored record, created).
+
+        Logging the same session again is a no-op that returns the stored record;
+        the same id with different content raises SessionConflict.
+        """
+
+    @abstractmethod
+    def get_session(
+        self, user_id: str, session_id: str, agent_id: str | None = None
+    ) -> SessionRecord | None: ...
+
+    @abstractmethod
+    def list_sessions(
+        self, user_id: str | None = None, status: SessionStatus | None = None
+    ) -> list[SessionRecord]:
+        """Sessions in log order (arrival), optionally narrowed."""
+
+    @abstractmethod
+    def mark_failed(
+        self, user_id: str, session_id: str, agent_id: str | None, error: str
+    ) -> None: ...
+
+    @abstractmethod
+    def session_operations(
+        self, user_id: str, session_id: str, agent_id: str | None = None
+    ) -> list[Operation]:
+        """The operations recorded when the session was applied."""
+
+    # --- writes ----------------------------------------------------------------
+    @abstractmethod
+    def apply_session(
+        self, session: SessionRecord, writes: list[PlannedWrite], noops: list[Operation]
+    ) -> list[Operation]:
+        """In one transaction: write adds/updates (with history, vectors, keyword index),
+        record the session's operations and mark it applied. All or nothing."""
+
+    @abstractmethod
+    def delete(self, memory_id: str, actor: str = "api") -> bool: ...
+
+    @abstractmethod
+    def reset(self, user_id: str, agent_id: str | None = None, keep_log: bool = False) -> int:
+        """Remove a user's memories (and, unless keep_log, their session log)."""
+
+    # --- reads -------------------------------------------------------------------
+    @abstractmethod
+    def get(self, memory_id: str) -> MemoryItem | None: ...
+
+    @abstractmethod
+    def get_many(self, memory_ids: list[str]) -> list[MemoryItem]:
+        """Live memories among the ids, in the order given."""
+
+    @abstractmethod
+    def list_memories(
+        self,
+        user_id: str,
+        agent_id: str | None = None,
+        filters: SearchFilters | None = None,
+        limit: int | None = None,
+    ) -> list[MemoryItem]:
+        """Live memories of a scope, oldest event first."""
+
+    @abstractmethod
+    def history(self, memory_id: str) -> list[HistoryEntry]: ...
+
+    @abstractmethod
+    def session_memories(self, session_id: str, user_id: str | None = None) -> list[MemoryItem]:
+        """Live memories added or updated by a session."""
+
+    @abstractmethod
+    def dense_search(
+        self,
+        user_id: str,
+        vector: np.ndarray,
+        k: int,
+        agent_id: str | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[tuple[str, float]]:
+        """(memory id, cosine similarity), best first."""
+
+    @abstractmethod
+    def keyword_search(
+        self,
+        user_id: str,
+        terms: list[str],
+        k: int,
+        agent_id: str | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[tuple[str, float]]:
+        """(memory id, relevance), best first; any term may match."""
+
+    @abstractmethod
+    def count(self, user_id: str, agent_id: str | None = None) -> int: ...
+
+    # --- call log ----------------------------------------------------------------
+    @abstractmethod
+    def log_call(self, rec: CallRecord) -> None: ...
+
+    @abstractmethod
+    def close(self) -> None: ...

@@ -1,0 +1,598 @@
+"""Embedded store: one SQLite file (WAL), sqlite-vec for vectors, FTS5 for keywords.
+
+We use sqlean.py, a build of the stdlib sqlite3 module with its own recent SQLite
+that can load extensions everywhere (many Python builds, pyenv and macOS among
+them, ship a sqlite3 that cannot load sqlite-vec).
+
+Vectors live in a vec0 table partitioned by user, so a KNN query scans one
+user's bank only; type, agent, session and time are vec0 metadata columns, so
+filters apply during the scan rather than after it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import sqlean as sqlite3
+import sqlite_vec
+
+from deltamem.llm.base import CallRecord
+from deltamem.store.base import (
+    PlannedWrite,
+    SessionConflict,
+    Store,
+    StoreError,
+    UnknownMemory,
+)
+from deltamem.types import (
+    HistoryEntry,
+    MemoryItem,
+    Message,
+    Operation,
+    SearchFilters,
+    SessionRecord,
+    SessionStatus,
+    utcnow,
+)
+
+SCHEMA_VERSION = 1
+
+
+def _iso(dt: datetime) -> str:
+    return dt.isoformat()
+
+
+def _agent(agent_id: str | None) -> str:
+    return agent_id or ""
+
+
+def fts_query(terms: list[str]) -> str:
+    """OR of quoted terms: user text never reaches FTS5 as query syntax."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+class SQLiteStore(Store):
+    def __init__(self, path: str | Path, dim: int = 384, embedder_name: str = "") -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self.dim = dim
+        self._lock = threading.RLock()
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open SQLite store at {self.path}: {exc}") from exc
+        self._db.row_factory = sqlite3.Row
+        self._db.enable_load_extension(True)
+        sqlite_vec.load(self._db)
+        self._db.enable_load_extension(False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA busy_timeout=30000")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        self._migrate(embedder_name)
+
+    # --- schema ----------------------------------------------------------------
+    def _migrate(self, embedder_name: str) -> None:
+        with self._tx():
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            scripts = sorted(
+                p
+                for p in resources.files("deltamem.store.migrations").iterdir()
+                if p.name.endswith(".sql")
+            )
+            for script in scripts:
+                n = int(script.name.split("_", 1)[0])
+                if n > version:
+                    for stmt in script.read_text().split(";\n"):
+                        if stmt.strip():
+                            self._db.execute(stmt)
+                    self._db.execute(f"PRAGMA user_version={n}")
+            row = self._db.execute("SELECT value FROM meta WHERE key='dim'").fetchone()
+            if row is None:
+                self._db.execute("INSERT INTO meta VALUES ('dim', ?)", (str(self.dim),))
+                self._db.execute("INSERT INTO meta VALUES ('embedder', ?)", (embedder_name,))
+                self._db.execute(
+                    f"""CREATE VIRTUAL TABLE memory_vec USING vec0(
+                        user_id TEXT PARTITION KEY,
+                        embedding FLOAT[{self.dim}] distance_metric=cosine,
+                        agent_id TEXT,
+                        memory_type TEXT,
+                        session_id TEXT,
+                        ts FLOAT)"""
+                )
+            elif int(row[0]) != self.dim:
+                raise StoreError(
+                    f"{self.path} holds {row[0]}-d embeddings but the embedder gives {self.dim}-d; "
+                    "use the embedder the store was created with or a new store"
+                )
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction taken up front, so concurrent writers queue instead of
+        failing halfway; rolled back whole on any error."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    # --- row mapping -----------------------------------------------------------
+    @staticmethod
+    def _memory(row: sqlite3.Row) -> MemoryItem:
+        return MemoryItem(
+            id=row["id"],
+            user_id=row["user_id"],
+            agent_id=row["agent_id"] or None,
+            content=row["content"],
+            timestamp=datetime.fromisoformat(row["timestamp"]),
+            memory_type=row["memory_type"] or None,
+            keywords=json.loads(row["keywords"]),
+            session_id=row["session_id"],
+            turns=json.loads(row["turns"]),
+            created_at=datetime.fromisoformat(row["created_at"]),
+            updated_at=datetime.fromisoformat(row["updated_at"]),
+            version=row["version"],
+        )
+
+    @staticmethod
+    def _session(row: sqlite3.Row) -> SessionRecord:
+        return SessionRecord(
+            user_id=row["user_id"],
+            agent_id=row["agent_id"] or None,
+            session_id=row["session_id"],
+            timestamp=datetime.fromisoformat(row["timestamp"]),
+            messages=[Message.model_validate(m) for m in json.loads(row["messages"])],
+            content_hash=row["content_hash"],
+            status=row["status"],
+            error=row["error"],
+            attempts=row["attempts"],
+            seq=row["seq"],
+        )
+
+    def _read(self, sql: str, params: tuple | list = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+    # --- session log -------------------------------------------------------------
+    def log_session(self, rec: SessionRecord) -> tuple[SessionRecord, bool]:
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT * FROM sessions WHERE user_id=? AND agent_id=? AND session_id=?",
+                (rec.user_id, _agent(rec.agent_id), rec.session_id),
+            ).fetchone()
+            if row is not None:
+                if row["content_hash"] != rec.content_hash:
+                    raise SessionConflict(
+                        f"session {rec.session_id!r} of user {rec.user_id!r} is already logged "
+                        "with different content; give the new session its own id"
+                    )
+                return self._session(row), False
+            messages = json.dumps([m.model_dump(mode="json") for m in rec.messages])
+            cur = db.execute(
+                """INSERT INTO sessions (user_id, agent_id, session_id, ts, timestamp, messages,
+                   content_hash, created_at) VALUES (?,?,?,?,?,?,?,?)""",
+                (
+                    rec.user_id,
+                    _agent(rec.agent_id),
+                    rec.session_id,
+                    rec.timestamp.timestamp(),
+                    _iso(rec.timestamp),
+                    messages,
+                    rec.content_hash,
+                    _iso(utcnow()),
+                ),
+            )
+            return rec.model_copy(update={"seq": cur.lastrowid, "status": "pending"}), True
+
+    def get_session(
+        self, user_id: str, session_id: str, agent_id: str | None = None
+    ) -> SessionRecord | None:
+        rows = self._read(
+            "SELECT * FROM sessions WHERE user_id=? AND agent_id=? AND session_id=?",
+            (user_id, _agent(agent_id), session_id),
+        )
+        return self._session(rows[0]) if rows else None
+
+    def list_sessions(
+        self, user_id: str | None = None, status: SessionStatus | None = None
+    ) -> list[SessionRecord]:
+        where, params = [], []
+        if user_id is not None:
+            where.append("user_id=?")
+            params.append(user_id)
+        if status is not None:
+            where.append("status=?")
+            params.append(status)
+        sql = "SELECT * FROM sessions" + (" WHERE " + " AND ".join(where) if where else "")
+        return [self._session(r) for r in self._read(sql + " ORDER BY seq", params)]
+
+    def mark_failed(self, user_id: str, session_id: str, agent_id: str | None, error: str) -> None:
+        with self._tx() as db:
+            db.execute(
+                """UPDATE sessions SET status='failed', error=?, attempts=attempts+1
+                   WHERE user_id=? AND agent_id=? AND session_id=? AND status!='applied'""",
+                (error[:2000], user_id, _agent(agent_id), session_id),
+            )
+
+    def session_operations(
+        self, user_id: str, session_id: str, agent_id: str | None = None
+    ) -> list[Operation]:
+        rows = self._read(
+            "SELECT operations FROM sessions WHERE user_id=? AND agent_id=? AND session_id=?",
+            (user_id, _agent(agent_id), session_id),
+        )
+        if not rows or rows[0]["operations"] is None:
+            return []
+        return [Operation.model_validate(o) for o in json.loads(rows[0]["operations"])]
+
+    # --- writes ------------------------------------------------------------------
+    def apply_session(
+        self, session: SessionRecord, writes: list[PlannedWrite], noops: list[Operation]
+    ) -> list[Operation]:
+        now = _iso(utcnow())
+        applied: list[Operation] = []
+        agent = _agent(session.agent_id)
+        with self._tx() as db:
+            state = db.execute(
+                "SELECT status FROM sessions WHERE user_id=? AND agent_id=? AND session_id=?",
+                (session.user_id, agent, session.session_id),
+            ).fetchone()
+            if state is None:
+                raise StoreError(f"session {session.session_id!r} is not in the log")
+            if state["status"] == "applied":
+                raise StoreError(f"session {session.session_id!r} is already applied")
+            for w in writes:
+                if w.embedding.shape != (self.dim,):
+                    raise StoreError(f"embedding of shape {w.embedding.shape}, expected {self.dim}")
+                if w.op == "add":
+                    applied.append(self._insert(db, session, w, now))
+                elif w.op == "update":
+                    applied.append(self._update(db, session, w, now))
+                else:
+                    raise StoreError(f"cannot apply operation {w.op!r}")
+            ops = applied + noops
+            db.execute(
+                """UPDATE sessions SET status='applied', error=NULL, operations=?, applied_at=?,
+                   attempts=attempts+1 WHERE user_id=? AND agent_id=? AND session_id=?""",
+                (
+                    json.dumps([o.model_dump(mode="json") for o in ops]),
+                    now,
+                    session.user_id,
+                    agent,
+                    session.session_id,
+                ),
+            )
+        return ops
+
+    def _vec_insert(self, db, rowid, user_id, agent, w: PlannedWrite, session_id, ts) -> None:
+        db.execute(
+            """INSERT INTO memory_vec (rowid, user_id, embedding, agent_id, memory_type,
+               session_id, ts) VALUES (?,?,?,?,?,?,?)""",
+            (
+                rowid,
+                user_id,
+                np.asarray(w.embedding, dtype=np.float32).tobytes(),
+                agent,
+                w.memory_type or "",
+                session_id or "",
+                ts,
+            ),
+        )
+
+    def _insert(self, db, session: SessionRecord, w: PlannedWrite, now: str) -> Operation:
+        mid = uuid.uuid4().hex
+        agent = _agent(session.agent_id)
+        cur = db.execute(
+            """INSERT INTO memories (id, user_id, agent_id, content, ts, timestamp, memory_type,
+               keywords, session_id, turns, created_at, updated_at)
+               VALUES (?,?,?,?,?,?,?,?,?,?,?,?)""",
+            (
+                mid,
+                session.user_id,
+                agent,
+                w.content,
+                session.timestamp.timestamp(),
+                _iso(session.timestamp),
+                w.memory_type or "",
+                json.dumps(w.keywords),
+                session.session_id,
+                json.dumps(w.turns),
+                now,
+                now,
+            ),
+        )
+        rowid = cur.lastrowid
+        db.execute(
+            "INSERT INTO memories_fts (rowid, content, keywords) VALUES (?,?,?)",
+            (rowid, w.content, " ".join(w.keywords)),
+        )
+        self._vec_insert(
+            db, rowid, session.user_id, agent, w, session.session_id, session.timestamp.timestamp()
+        )
+        db.execute(
+            """INSERT INTO history (memory_id, user_id, op, old_content, new_content, session_id,
+               actor, at) VALUES (?,?,?,?,?,?,?,?)""",
+            (mid, session.user_id, "add", None, w.content, session.session_id, "manager", now),
+        )
+        return Operation(
+            op="add", memory_id=mid, content=w.content, memory_type=w.memory_type, turns=w.turns
+        )
+
+    def _update(self, db, session: SessionRecord, w: PlannedWrite, now: str) -> Operation:
+        row = db.execute(
+            "SELECT rowid, content, memory_type FROM memories WHERE id=? AND user_id=?",
+            (w.memory_id, session.user_id),
+        ).fetchone()
+        if row is None:
+            raise UnknownMemory(f"update of unknown memory {w.memory_id!r}")
+        rowid = row["rowid"]
+        mtype = w.memory_type or row["memory_type"] or None
+        w.memory_type = mtype
+        db.execute(
+            """UPDATE memories SET content=?, ts=?, timestamp=?, memory_type=?, keywords=?,
+               session_id=?, turns=?, updated_at=?, version=version+1 WHERE rowid=?""",
+            (
+                w.content,
+                session.timestamp.timestamp(),
+                _iso(session.timestamp),
+                mtype or "",
+                json.dumps(w.keywords),
+                session.session_id,
+                json.dumps(w.turns),
+                now,
+                rowid,
+            ),
+        )
+        db.execute("DELETE FROM memories_fts WHERE rowid=?", (rowid,))
+        db.execute(
+            "INSERT INTO memories_fts (rowid, content, keywords) VALUES (?,?,?)",
+            (rowid, w.content, " ".join(w.keywords)),
+        )
+        db.execute("DELETE FROM memory_vec WHERE rowid=?", (rowid,))
+        self._vec_insert(
+            db,
+            rowid,
+            session.user_id,
+            _agent(session.agent_id),
+            w,
+            session.session_id,
+            session.timestamp.timestamp(),
+        )
+        db.execute(
+            """INSERT INTO history (memory_id, user_id, op, old_content, new_content, session_id,
+               actor, at) VALUES (?,?,?,?,?,?,?,?)""",
+            (
+                w.memory_id,
+                session.user_id,
+                "update",
+                row["content"],
+                w.content,
+                session.session_id,
+                "manager",
+                now,
+            ),
+        )
+        return Operation(
+            op="update",
+            memory_id=w.memory_id,
+            content=w.content,
+            old_content=row["content"],
+            memory_type=mtype,
+            turns=w.turns,
+        )
+
+    def _remove_rows(self, db, rowids: list[int]) -> None:
+        for chunk in range(0, len(rowids), 500):
+            part = rowids[chunk : chunk + 500]
+            marks = ",".join("?" * len(part))
+            db.execute(f"DELETE FROM memories_fts WHERE rowid IN ({marks})", part)
+            db.execute(f"DELETE FROM memory_vec WHERE rowid IN ({marks})", part)
+            db.execute(f"DELETE FROM memories WHERE rowid IN ({marks})", part)
+
+    def delete(self, memory_id: str, actor: str = "api") -> bool:
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT rowid, user_id, content FROM memories WHERE id=?", (memory_id,)
+            ).fetchone()
+            if row is None:
+                return False
+            self._remove_rows(db, [row["rowid"]])
+            db.execute(
+                """INSERT INTO history (memory_id, user_id, op, old_content, new_content,
+                   session_id, actor, at) VALUES (?,?,?,?,?,?,?,?)""",
+                (memory_id, row["user_id"], "delete", row["content"], None, None, actor,
+                 _iso(utcnow())),
+            )
+            return True
+
+    def reset(self, user_id: str, agent_id: str | None = None, keep_log: bool = False) -> int:
+        scope, params = "user_id=?", [user_id]
+        if agent_id is not None:
+            scope += " AND agent_id=?"
+            params.append(agent_id)
+        with self._tx() as db:
+            rows = db.execute(f"SELECT rowid, id FROM memories WHERE {scope}", params).fetchall()
+            self._remove_rows(db, [r["rowid"] for r in rows])
+            if agent_id is None:
+                db.execute("DELETE FROM history WHERE user_id=?", (user_id,))
+            else:
+                ids = [r["id"] for r in rows]
+                for i in range(0, len(ids), 500):
+                    part = ids[i : i + 500]
+                    db.execute(
+                        f"DELETE FROM history WHERE memory_id IN ({','.join('?' * len(part))})",
+                        part,
+                    )
+            if keep_log:
+                db.execute(
+                    f"UPDATE sessions SET status='pending', operations=NULL, applied_at=NULL, "
+                    f"error=NULL WHERE {scope}",
+                    params,
+                )
+            else:
+                db.execute(f"DELETE FROM sessions WHERE {scope}", params)
+            return len(rows)
+
+    # --- reads ---------------------------------------------------------------------
+    def get(self, memory_id: str) -> MemoryItem | None:
+        rows = self._read("SELECT * FROM memories WHERE id=?", (memory_id,))
+        return self._memory(rows[0]) if rows else None
+
+    def get_many(self, memory_ids: list[str]) -> list[MemoryItem]:
+        if not memory_ids:
+            return []
+        found: dict[str, MemoryItem] = {}
+        for i in range(0, len(memory_ids), 500):
+            part = memory_ids[i : i + 500]
+            rows = self._read(
+                f"SELECT * FROM memories WHERE id IN ({','.join('?' * len(part))})", part
+            )
+            found.update({r["id"]: self._memory(r) for r in rows})
+        return [found[i] for i in memory_ids if i in found]
+
+    @staticmethod
+    def _filter_sql(
+        agent_id: str | None, filters: SearchFilters | None, prefix: str = ""
+    ) -> tuple[str, list]:
+        parts, params = [], []
+        if agent_id is not None:
+            parts.append(f"{prefix}agent_id = ?")
+            params.append(agent_id)
+        if filters is not None:
+            if filters.since is not None:
+                parts.append(f"{prefix}ts >= ?")
+                params.append(filters.since.timestamp())
+            if filters.until is not None:
+                parts.append(f"{prefix}ts <= ?")
+                params.append(filters.until.timestamp())
+            if filters.memory_type is not None:
+                parts.append(f"{prefix}memory_type = ?")
+                params.append(filters.memory_type)
+            if filters.session_id is not None:
+                parts.append(f"{prefix}session_id = ?")
+                params.append(filters.session_id)
+        return "".join(" AND " + p for p in parts), params
+
+    def list_memories(
+        self,
+        user_id: str,
+        agent_id: str | None = None,
+        filters: SearchFilters | None = None,
+        limit: int | None = None,
+    ) -> list[MemoryItem]:
+        extra, params = self._filter_sql(agent_id, filters)
+        sql = f"SELECT * FROM memories WHERE user_id=?{extra} ORDER BY ts, rowid"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return [self._memory(r) for r in self._read(sql, [user_id, *params])]
+
+    def history(self, memory_id: str) -> list[HistoryEntry]:
+        rows = self._read("SELECT * FROM history WHERE memory_id=? ORDER BY id", (memory_id,))
+        return [
+            HistoryEntry(
+                memory_id=r["memory_id"],
+                op=r["op"],
+                old_content=r["old_content"],
+                new_content=r["new_content"],
+                session_id=r["session_id"],
+                actor=r["actor"],
+                at=datetime.fromisoformat(r["at"]),
+            )
+            for r in rows
+        ]
+
+    def session_memories(self, session_id: str, user_id: str | None = None) -> list[MemoryItem]:
+        """Each live memory the session added or updated, with the content that session
+        wrote (a later session may have changed it since)."""
+        sql = """SELECT memory_id, new_content FROM history WHERE session_id=?
+                 AND op IN ('add','update')"""
+        params: list = [session_id]
+        if user_id is not None:
+            sql += " AND user_id=?"
+            params.append(user_id)
+        written: dict[str, str] = {}
+        for r in self._read(sql + " ORDER BY id", params):
+            written[r["memory_id"]] = r["new_content"]  # the session's last word on it
+        return [
+            m.model_copy(update={"content": written[m.id]})
+            for m in self.get_many(list(written))
+        ]
+
+    def dense_search(
+        self,
+        user_id: str,
+        vector: np.ndarray,
+        k: int,
+        agent_id: str | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[tuple[str, float]]:
+        extra, params = self._filter_sql(agent_id, filters)
+        rows = self._read(
+            f"""SELECT m.id AS id, v.distance AS distance FROM (
+                    SELECT rowid, distance FROM memory_vec
+                    WHERE embedding MATCH ? AND k = ? AND user_id = ?{extra}
+                ) v JOIN memories m ON m.rowid = v.rowid ORDER BY v.distance""",
+            [np.asarray(vector, dtype=np.float32).tobytes(), int(k), user_id, *params],
+        )
+        return [(r["id"], 1.0 - float(r["distance"])) for r in rows]
+
+    def keyword_search(
+        self,
+        user_id: str,
+        terms: list[str],
+        k: int,
+        agent_id: str | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[tuple[str, float]]:
+        if not terms:
+            return []
+        extra, params = self._filter_sql(agent_id, filters, prefix="m.")
+        rows = self._read(
+            f"""SELECT m.id AS id, bm25(memories_fts) AS rank FROM memories_fts
+                JOIN memories m ON m.rowid = memories_fts.rowid
+                WHERE memories_fts MATCH ? AND m.user_id = ?{extra}
+                ORDER BY rank LIMIT ?""",
+            [fts_query(terms), user_id, *params, int(k)],
+        )
+        return [(r["id"], -float(r["rank"])) for r in rows]
+
+    def count(self, user_id: str, agent_id: str | None = None) -> int:
+        extra, params = self._filter_sql(agent_id, None)
+        return self._read(
+            f"SELECT count(*) FROM memories WHERE user_id=?{extra}", [user_id, *params]
+        )[0][0]
+
+    # --- call log ----------------------------------------------------------------
+    def log_call(self, rec: CallRecord) -> None:
+        with self._tx() as db:
+            db.execute(
+                """INSERT INTO llm_calls (at, model, purpose, prompt_tokens, completion_tokens,
+                   cached_tokens, seconds, ok, error) VALUES (?,?,?,?,?,?,?,?,?)""",
+                (
+                    _iso(rec.at),
+                    rec.model,
+                    rec.purpose,
+                    rec.prompt_tokens,
+                    rec.completion_tokens,
+                    rec.cached_tokens,
+                    rec.seconds,
+                    int(rec.ok),
+                    rec.error,
+                ),
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

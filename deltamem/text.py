@@ -1,0 +1,82 @@
+"""Small deterministic text helpers: tokens, stopwords, keywords, normal forms."""
+
+from __future__ import annotations
+
+import re
+
+STOPWORDS = frozenset(
+    (
+        "a about above after again against all also am an and any are as at be because been "
+        "before being below between both but by can could did do does doing down during each "
+        "few for from further had has have having he her here hers herself him himself his "
+        "how i if in into is it its itself just me more most my myself no nor not now of off "
+        "on once only or other our ours ourselves out over own same she should so some such "
+        "than that the their theirs them themselves then there these they this those through "
+        "to too under until up very was we were what when where which while who whom why will "
+        "with would you your yours yourself yourselves user users s t don doesn didn isn wasn "
+        "weren won let lets like really get got much many one two also still ever "
+    ).split()
+)
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text)
+
+
+def terms(text: str, limit: int = 24) -> list[str]:
+    """Distinct lowercase content words, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for w in words(text):
+        lw = w.lower().replace("’", "'")
+        if lw.endswith("'s"):
+            lw = lw[:-2]
+        if len(lw) < 2 or lw in STOPWORDS or lw in seen:
+            continue
+        seen[lw] = None
+        if len(seen) >= limit:
+            break
+    return list(seen)
+
+
+def keywords(text: str, limit: int = 5, skip: frozenset[str] = frozenset()) -> list[str]:
+    """A few distinctive words of a fact: numbers and proper nouns first, then long words.
+
+    `skip` drops words that say nothing about this fact in particular (the
+    person's own name, which every memory of theirs repeats).
+    """
+    scored: list[tuple[int, int, str]] = []
+    for pos, w in enumerate(terms(text, limit=64)):
+        if w in skip:
+            continue
+        original = next((x for x in words(text) if x.lower().startswith(w)), w)
+        score = 2 if (original[:1].isupper() or any(c.isdigit() for c in w)) else 0
+        score += 1 if len(w) >= 6 else 0
+        scored.append((-score, pos, w))
+    return [w for _, _, w in sorted(scored)[:limit]]
+
+
+def normalise(text: str) -> str:
+    """Case-, space- and punctuation-insensitive form, for exact-restatement checks."""
+    return " ".join(w.lower() for w in words(text))
+
+
+def shorten(text: str, max_words: int) -> str:
+    """The first sentences of `text` within `max_words` words (at least the first
+    `max_words` words), marked with an ellipsis when something was cut."""
+    ws = text.split()
+    if len(ws) <= max_words:
+        return text.strip()
+    sentences = re.split(r"(?<=[.!?])\s+", text.strip())
+    out: list[str] = []
+    count = 0
+    for s in sentences:
+        n = len(s.split())
+        if count + n > max_words:
+            break
+        out.append(s)
+        count += n
+    if not out:
+        return " ".join(ws[:max_words]) + " …"
+    return " ".join(out) + " …"

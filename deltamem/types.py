@@ -1,0 +1,130 @@
+"""The data model shared by every layer: messages in, memories and operations out."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from deltamem.timeparse import parse_time
+
+Role = Literal["user", "assistant", "system"]
+MemoryType = Literal["persona", "event", "relationship"]
+OpKind = Literal["add", "update", "none", "delete"]
+SessionStatus = Literal["pending", "applied", "failed"]
+
+MAX_MESSAGE_CHARS = 20_000
+MAX_MEMORY_CHARS = 500
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Message(BaseModel):
+    """One dialogue turn. `name` is the speaker's name when both sides are people."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    role: Role
+    content: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
+    timestamp: datetime | None = None
+    name: str | None = None
+
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _parse_ts(cls, v: Any) -> Any:
+        return parse_time(v) if isinstance(v, str) else v
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("message content is blank")
+        return v
+
+
+class MemoryItem(BaseModel):
+    """One atomic, self-contained fact about a person, with where it came from."""
+
+    id: str
+    user_id: str
+    agent_id: str | None = None
+    content: str
+    timestamp: datetime  # event time: the time of the session it came from
+    memory_type: MemoryType | None = None
+    keywords: list[str] = Field(default_factory=list)
+    session_id: str | None = None
+    turns: list[int] = Field(default_factory=list)  # dialogue turn indices it was derived from
+    created_at: datetime
+    updated_at: datetime
+    version: int = 1
+
+
+class Operation(BaseModel):
+    """An operation on the memory bank, as applied (or refused) for a session."""
+
+    op: OpKind
+    memory_id: str | None = None
+    content: str | None = None
+    old_content: str | None = None
+    memory_type: MemoryType | None = None
+    turns: list[int] = Field(default_factory=list)
+    note: str | None = None  # why an operation was turned into `none`, when it was
+
+
+class HistoryEntry(BaseModel):
+    memory_id: str
+    op: OpKind
+    old_content: str | None
+    new_content: str | None
+    session_id: str | None
+    actor: str  # "manager" or "api"
+    at: datetime
+
+
+class SearchHit(BaseModel):
+    memory: MemoryItem
+    score: float
+
+
+class SessionRecord(BaseModel):
+    """A row of the session log: the raw session, stored before any extraction runs."""
+
+    user_id: str
+    agent_id: str | None = None
+    session_id: str
+    timestamp: datetime
+    messages: list[Message]
+    content_hash: str
+    status: SessionStatus = "pending"
+    error: str | None = None
+    attempts: int = 0
+    seq: int = 0  # arrival order in the log; replay follows it
+
+
+class AddResult(BaseModel):
+    session_id: str
+    status: SessionStatus
+    operations: list[Operation] = Field(default_factory=list)
+    already_applied: bool = False
+    cost: dict[str, float] = Field(default_factory=dict)  # tokens, calls, seconds of this add
+
+    @property
+    def applied(self) -> list[Operation]:
+        return [o for o in self.operations if o.op in ("add", "update")]
+
+
+class SearchFilters(BaseModel):
+    """Optional narrowing of a search or listing."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+    memory_type: MemoryType | None = None
+    session_id: str | None = None
+
+    @field_validator("since", "until", mode="before")
+    @classmethod
+    def _parse_ts(cls, v: Any) -> Any:
+        return parse_time(v) if isinstance(v, str) else v
