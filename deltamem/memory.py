@@ -99,9 +99,10 @@ def parse_messages(messages: Any) -> list[Message]:
     return out
 
 
-def session_hash(messages: list[Message], timestamp: datetime) -> str:
+def session_hash(messages: list[Message], timestamp: datetime | None) -> str:
     payload = json.dumps(
-        [[m.role, m.name, m.content] for m in messages] + [timestamp.isoformat()],
+        [[m.role, m.name, m.content] for m in messages]
+        + [timestamp.isoformat() if timestamp else None],
         ensure_ascii=False,
     )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
@@ -199,8 +200,11 @@ class Memory:
             ts = parse_time(timestamp) if timestamp is not None else None
         except ValueError as exc:
             raise InvalidSession(str(exc)) from exc
-        ts = ts or next((m.timestamp for m in msgs if m.timestamp), None) or utcnow()
+        ts = ts or next((m.timestamp for m in msgs if m.timestamp), None)
+        # a session without any time is identified by its messages alone, so that adding
+        # it again finds it instead of conflicting with it (its event time is then now)
         digest = session_hash(msgs, ts)
+        ts = ts or utcnow()
         rec = SessionRecord(
             user_id=user_id,
             agent_id=agent_id,

@@ -25,13 +25,17 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text)
 
 
+def _term(word: str) -> str:
+    """A word's search form: lowercase, straight apostrophe, no possessive 's."""
+    lw = word.lower().replace("’", "'")
+    return lw[:-2] if lw.endswith("'s") else lw
+
+
 def terms(text: str, limit: int = 24) -> list[str]:
     """Distinct lowercase content words, in order of first appearance."""
     seen: dict[str, None] = {}
     for w in words(text):
-        lw = w.lower().replace("’", "'")
-        if lw.endswith("'s"):
-            lw = lw[:-2]
+        lw = _term(w)
         if len(lw) < 2 or lw in STOPWORDS or lw in seen:
             continue
         seen[lw] = None
@@ -50,7 +54,7 @@ def keywords(text: str, limit: int = 5, skip: frozenset[str] = frozenset()) -> l
     for pos, w in enumerate(terms(text, limit=64)):
         if w in skip:
             continue
-        original = next((x for x in words(text) if x.lower().startswith(w)), w)
+        original = next((x for x in words(text) if _term(x) == w), w)
         score = 2 if (original[:1].isupper() or any(c.isdigit() for c in w)) else 0
         score += 1 if len(w) >= 6 else 0
         scored.append((-score, pos, w))
@@ -59,7 +63,7 @@ def keywords(text: str, limit: int = 5, skip: frozenset[str] = frozenset()) -> l
 
 def normalise(text: str) -> str:
     """Case-, space- and punctuation-insensitive form, for exact-restatement checks."""
-    return " ".join(w.lower() for w in words(text))
+    return " ".join(w.lower().replace("’", "'") for w in words(text))
 
 
 def shorten(text: str, max_words: int) -> str:

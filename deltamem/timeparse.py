@@ -28,6 +28,8 @@ def parse_time(value: str | datetime) -> datetime:
     """Parse ISO 8601 or one of the dataset formats; raise ValueError naming the input."""
     if isinstance(value, datetime):
         dt = value
+    elif not isinstance(value, str):
+        raise ValueError(f"unrecognised timestamp {value!r}: give a string or a datetime")
     else:
         text = " ".join(value.strip().split())
         dt = None

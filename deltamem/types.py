@@ -35,7 +35,7 @@ class Message(BaseModel):
     @field_validator("timestamp", mode="before")
     @classmethod
     def _parse_ts(cls, v: Any) -> Any:
-        return parse_time(v) if isinstance(v, str) else v
+        return parse_time(v) if isinstance(v, (str, datetime)) else v  # naive -> UTC
 
     @field_validator("content")
     @classmethod
@@ -82,6 +82,7 @@ class HistoryEntry(BaseModel):
     session_id: str | None
     actor: str  # "manager" or "api"
     at: datetime
+    user_id: str | None = None  # whose memory it was (lets a deleted memory's owner be checked)
 
 
 class SearchHit(BaseModel):
@@ -127,4 +128,4 @@ class SearchFilters(BaseModel):
     @field_validator("since", "until", mode="before")
     @classmethod
     def _parse_ts(cls, v: Any) -> Any:
-        return parse_time(v) if isinstance(v, str) else v
+        return parse_time(v) if isinstance(v, (str, datetime)) else v  # naive -> UTC

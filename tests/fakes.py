@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+
 from deltamem.llm.base import LLM, ChatMessage, Completion
+from deltamem.types import Message, SessionRecord
 
 Reply = str | dict[str, Any] | Exception | Callable[[list[ChatMessage]], Any]
 
@@ -17,8 +21,9 @@ class ScriptedLLM(LLM):
 
     name = "scripted"
 
-    def __init__(self, replies: list[Reply] | None = None, *, default: Reply | None = None,
-                 retries: int = 1) -> None:
+    def __init__(
+        self, replies: list[Reply] | None = None, *, default: Reply | None = None, retries: int = 1
+    ) -> None:
         super().__init__(timeout=5.0, retries=retries)
         self.replies = list(replies or [])
         self.default = default
@@ -54,3 +59,34 @@ def add(content: str, type_: str = "persona") -> dict[str, Any]:
 
 def update(short_id: str, content: str, type_: str = "persona") -> dict[str, Any]:
     return {"op": "update", "id": short_id, "type": type_, "content": content}
+
+
+# --- store-level helpers -------------------------------------------------------------
+DIM = 384  # the local embedder's dimension; store tests use hand-made vectors of it
+T0 = datetime(2029, 2, 13, 10, 51, 39, tzinfo=UTC)
+
+
+def unit(*weights: float, dim: int = DIM) -> np.ndarray:
+    """A unit vector whose first components are `weights` (the rest zero)."""
+    v = np.zeros(dim, dtype=np.float32)
+    v[: len(weights)] = weights
+    return (v / np.linalg.norm(v)).astype(np.float32)
+
+
+def session(
+    session_id: str = "s1",
+    user_id: str = "u1",
+    *,
+    agent_id: str | None = None,
+    timestamp: datetime = T0,
+    text: str = "hello",
+    content_hash: str | None = None,
+) -> SessionRecord:
+    return SessionRecord(
+        user_id=user_id,
+        agent_id=agent_id,
+        session_id=session_id,
+        timestamp=timestamp,
+        messages=[Message(role="user", content=text)],
+        content_hash=content_hash or f"hash-{session_id}-{text}",
+    )

@@ -17,6 +17,10 @@ from typing import Any
 from deltamem.llm.base import LLM, ChatMessage, Completion, LLMError, LLMTimeout
 
 
+class _Deadline(Exception):
+    pass
+
+
 class LlamaCppLLM(LLM):
     def __init__(
         self,
@@ -78,12 +82,12 @@ class LlamaCppLLM(LLM):
         timeout: float,
     ) -> Completion:
         deadline = time.monotonic() + timeout
-        timed_out = False
 
-        def past_deadline(_ids: Any, _logits: Any) -> bool:
-            nonlocal timed_out
-            timed_out = time.monotonic() > deadline
-            return timed_out
+        def stop_at_deadline(_ids: Any, scores: Any) -> Any:
+            # called once per generated token; raising is the one way to stop early
+            if time.monotonic() > deadline:
+                raise _Deadline
+            return scores
 
         kwargs: dict[str, Any] = {}
         if schema is not None:
@@ -95,14 +99,14 @@ class LlamaCppLLM(LLM):
                     messages=messages,  # type: ignore[arg-type]
                     max_tokens=max_tokens,
                     temperature=temperature,
-                    stopping_criteria=[past_deadline],  # type: ignore[list-item]
+                    logits_processor=[stop_at_deadline],  # type: ignore[list-item]
                     **kwargs,
                 )
+            except _Deadline:
+                raise LLMTimeout(f"{self.name}: generation exceeded {timeout:.0f}s") from None
             except ValueError as exc:  # e.g. prompt longer than the context
                 raise LLMError(f"llama.cpp refused the request: {exc}") from exc
             evaluated = self._evaluated - before
-        if timed_out:
-            raise LLMTimeout(f"{self.name}: generation exceeded {timeout:.0f}s")
         usage = out["usage"]  # type: ignore[index]
         prompt, completion = usage["prompt_tokens"], usage["completion_tokens"]
         prompt_evaluated = max(0, evaluated - completion)

@@ -70,6 +70,12 @@ class Manager:
         self.searcher = HybridSearcher(store, embedder)
         self.config = config or ManagerConfig()
         self._system = template("manager_system.txt").substitute()
+        # a worked example as a prior exchange: small models follow a shown answer far
+        # better than a described one, and being static it stays in the KV cache
+        self._example = [
+            {"role": "user", "content": template("example_session.txt").substitute()},
+            {"role": "assistant", "content": template("example_answer.txt").substitute()},
+        ]
         self._session = template("manager_session.txt")
         self._results = template("search_results.txt")
         self._final = template("instruction_final.txt").substitute().strip()
@@ -78,7 +84,8 @@ class Manager:
     # --- budget ------------------------------------------------------------------
     def _chunk_budget(self) -> int:
         c = self.config
-        fixed = self.llm.count_tokens(self._system) + 200
+        fixed = sum(self.llm.count_tokens(m["content"]) for m in self._example)
+        fixed += self.llm.count_tokens(self._system) + 200
         memories = c.prefetch * 40 + c.search_rounds * c.search_hits * 40
         room = self.llm.context_window - fixed - memories - c.output_tokens
         return max(256, min(c.chunk_tokens, room))
@@ -139,6 +146,7 @@ class Manager:
         )
         messages = [
             {"role": "system", "content": self._system},
+            *self._example,
             {"role": "user", "content": prompt},
         ]
         reply = self.llm.complete_json(
@@ -149,14 +157,20 @@ class Manager:
         )
         stats["llm_calls"] += 1
         rounds = 0
-        while "operations" not in reply and reply.get("search") and rounds < c.search_rounds:
+        while (
+            "operations" not in reply
+            and isinstance(reply.get("search"), list)  # a reply of the wrong shape ends the loop
+            and reply["search"]
+            and rounds < c.search_rounds
+        ):
             rounds += 1
             asked = [str(q) for q in reply["search"][:3] if str(q).strip()]
             stats["search_queries"] += len(asked)
             found = self.searcher.rank(asked, session.user_id, agent_id=session.agent_id, depth=8)
             fresh = [mid for mid, _ in found if mid not in ws.short_of][: c.search_hits]
             hits = [(ws.show(m), m, m.content) for m in self.store.get_many(fresh)]
-            messages += [
+            messages = [  # a new list: the messages of earlier calls stay as they were sent
+                *messages,
                 {"role": "assistant", "content": json.dumps(reply)},
                 {"role": "user", "content": self._results.substitute(results=memory_lines(hits))},
             ]
@@ -215,9 +229,12 @@ class Manager:
         updated = {q.memory_id for q in ws.pending if q.op == "update"}
         if top and top[0][1] >= NEAR_DUPLICATE and top[0][0] not in updated:
             ws.noops.append(
-                Operation(op="none", memory_id=top[0][0], content=p.content,
-                          note="add restates a known memory")
+                Operation(
+                    op="none",
+                    memory_id=top[0][0],
+                    content=p.content,
+                    note="add restates a known memory",
+                )
             )
             return True
         return False
-

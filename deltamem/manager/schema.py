@@ -7,13 +7,16 @@ from typing import Any
 
 MEMORY_TYPES = ["persona", "event", "relationship"]
 MAX_OPS = 30
+# Length is checked after decoding (validate.py): a maxLength in the grammar cuts
+# sentences mid-word and makes constrained sampling several times slower.
+_CONTENT = {"type": "string"}
 
 _ADD = {
     "type": "object",
     "properties": {
         "op": {"const": "add"},
         "type": {"enum": MEMORY_TYPES},
-        "content": {"type": "string"},
+        "content": _CONTENT,
     },
     "required": ["op", "type", "content"],
 }
@@ -23,7 +26,7 @@ _UPDATE = {
         "op": {"const": "update"},
         "id": {"type": "string"},
         "type": {"enum": MEMORY_TYPES},
-        "content": {"type": "string"},
+        "content": _CONTENT,
     },
     "required": ["op", "id", "type", "content"],
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from deltamem.manager.atomise import split_facts
 from deltamem.text import normalise
 from deltamem.types import MAX_MEMORY_CHARS, MemoryItem, MemoryType, Operation
 
@@ -63,6 +64,8 @@ def apply_ops(ws: Workspace, raw_ops: list[dict[str, Any]], chunk: int = 0) -> N
     """Validate the agent's raw operations for one chunk into the workspace."""
     pending_by_short = dict(ws.pending_adds())
     for raw in raw_ops:
+        if not isinstance(raw, dict):  # servers without schema-constrained decoding
+            continue
         op = raw.get("op")
         short = str(raw.get("id") or "").strip()
         mtype = raw.get("type") if raw.get("type") in ("persona", "event", "relationship") else None
@@ -87,9 +90,7 @@ def apply_ops(ws: Workspace, raw_ops: list[dict[str, Any]], chunk: int = 0) -> N
                 )
             )
             continue
-        forms = ws._live_forms()
         same = normalise(content)
-
         if op == "update" and short in pending_by_short:
             # an edit of a memory this session already added: fold it into that add
             pending_by_short[short].content = content
@@ -99,29 +100,41 @@ def apply_ops(ws: Workspace, raw_ops: list[dict[str, Any]], chunk: int = 0) -> N
             target = ws.shown[short]
             if same == normalise(target.content):
                 ws.noops.append(
-                    Operation(op="none", memory_id=target.id, content=target.content,
-                              note="update repeats the memory")
+                    Operation(
+                        op="none",
+                        memory_id=target.id,
+                        content=target.content,
+                        note="update repeats the memory",
+                    )
                 )
                 continue
             earlier = next((p for p in ws.pending if p.memory_id == target.id), None)
             if earlier is not None:
                 earlier.content, earlier.memory_type = content, mtype or earlier.memory_type
             else:
-                ws.pending.append(
-                    PendingWrite("update", content, mtype, target.id, target, chunk)
-                )
+                ws.pending.append(PendingWrite("update", content, mtype, target.id, target, chunk))
             continue
         note = None
         if op == "update":
             # the id was never shown: never touch an unseen memory, keep the fact as new
             note = f"update of unknown id {short!r} kept as add"
-        if same in forms:
-            ws.noops.append(
-                Operation(op="none", memory_id=forms[same], content=content,
-                          note="add restates a known memory")
-            )
-            continue
-        ws.pending.append(PendingWrite("add", content, mtype, None, None, chunk))
-        if note:
             ws.noops.append(Operation(op="none", content=content, note=note))
+        for fact in split_facts(content):
+            _add(ws, fact, mtype, chunk)
         pending_by_short = dict(ws.pending_adds())
+
+
+def _add(ws: Workspace, content: str, mtype: MemoryType | None, chunk: int) -> None:
+    forms = ws._live_forms()
+    same = normalise(content)
+    if same in forms:
+        ws.noops.append(
+            Operation(
+                op="none",
+                memory_id=forms[same],
+                content=content,
+                note="add restates a known memory",
+            )
+        )
+        return
+    ws.pending.append(PendingWrite("add", content, mtype, None, None, chunk))

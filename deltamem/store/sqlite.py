@@ -412,8 +412,16 @@ class SQLiteStore(Store):
             db.execute(
                 """INSERT INTO history (memory_id, user_id, op, old_content, new_content,
                    session_id, actor, at) VALUES (?,?,?,?,?,?,?,?)""",
-                (memory_id, row["user_id"], "delete", row["content"], None, None, actor,
-                 _iso(utcnow())),
+                (
+                    memory_id,
+                    row["user_id"],
+                    "delete",
+                    row["content"],
+                    None,
+                    None,
+                    actor,
+                    _iso(utcnow()),
+                ),
             )
             return True
 
@@ -509,6 +517,7 @@ class SQLiteStore(Store):
                 session_id=r["session_id"],
                 actor=r["actor"],
                 at=datetime.fromisoformat(r["at"]),
+                user_id=r["user_id"],
             )
             for r in rows
         ]
@@ -526,8 +535,7 @@ class SQLiteStore(Store):
         for r in self._read(sql + " ORDER BY id", params):
             written[r["memory_id"]] = r["new_content"]  # the session's last word on it
         return [
-            m.model_copy(update={"content": written[m.id]})
-            for m in self.get_many(list(written))
+            m.model_copy(update={"content": written[m.id]}) for m in self.get_many(list(written))
         ]
 
     def dense_search(

@@ -1,0 +1,149 @@
+"""`deltamem bench ...`: run benchmarks against one or more memory systems.
+
+    deltamem bench halumem DATA.jsonl --systems deltamem,retrieval --out runs/h1
+    deltamem bench locomo locomo10.json --systems deltamem --out runs/l1
+
+Results are logged item by item to OUT/results.jsonl (resumable with --resume);
+metrics land in OUT/metrics.json.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+
+app = typer.Typer(
+    help="Run memory benchmarks (HaluMem, LoCoMo) on memory systems.", no_args_is_help=True
+)
+console = Console(stderr=True)
+
+SystemsOpt = Annotated[str, typer.Option("--systems", help="Comma-separated system names.")]
+OutOpt = Annotated[Path, typer.Option("--out", help="Output directory.")]
+LLMOpt = Annotated[str | None, typer.Option("--llm", help="LLM spec of the systems.")]
+JudgeOpt = Annotated[str, typer.Option("--judge", help="'none' or an LLM spec for judges.")]
+EmbOpt = Annotated[str | None, typer.Option("--embedder", help="Embedder spec.")]
+
+
+def _systems(spec: str) -> list[str]:
+    from deltamem.bench.systems import SYSTEMS
+
+    names = [s.strip() for s in spec.split(",") if s.strip()]
+    unknown = [n for n in names if n not in SYSTEMS]
+    if not names or unknown:
+        raise typer.BadParameter(
+            f"unknown system(s) {', '.join(unknown) or '(none given)'}; "
+            f"choose from {', '.join(SYSTEMS)}"
+        )
+    return names
+
+
+@contextmanager
+def _progress() -> Iterator[Callable[[str, int], None]]:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=console,
+        transient=False,
+    ) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def advance(what: str, n: int) -> None:
+            if what not in tasks:
+                tasks[what] = bar.add_task(what, total=None)
+            bar.advance(tasks[what], n)
+
+        yield advance
+
+
+def _summary(metrics: dict, out: Path) -> None:
+    console.print(f"[bold]metrics[/bold] → {out / 'metrics.json'}")
+    console.print_json(json.dumps(metrics, default=str)[:20000])
+
+
+@app.command()
+def halumem(
+    data: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="HaluMem JSONL")],
+    systems: SystemsOpt = "deltamem",
+    out: OutOpt = Path("bench-out/halumem"),
+    users: Annotated[int | None, typer.Option(help="Evaluate the first N users.")] = None,
+    sessions: Annotated[int | None, typer.Option(help="First N sessions per user.")] = None,
+    llm: LLMOpt = None,
+    judge: JudgeOpt = "none",
+    embedder: EmbOpt = None,
+    resume: Annotated[bool, typer.Option(help="Skip items already in results.jsonl.")] = False,
+) -> None:
+    """HaluMem: extraction, updating and QA, item by item (SPEC §4.1)."""
+    from deltamem.bench.halumem import HaluMemRun, run_halumem, write_metrics
+    from deltamem.embed import make_embedder
+    from deltamem.llm import make_llm
+
+    names = _systems(systems)
+    emb = make_embedder(embedder)
+    model = make_llm(llm)
+    with _progress() as advance:
+        run = HaluMemRun(
+            data=data,
+            out=out,
+            systems=names,
+            users=users,
+            sessions=sessions,
+            resume=resume,
+            progress=advance,
+        )
+        metrics = run_halumem(run, llm=model, embedder=emb)
+        if judge.strip().lower() != "none":
+            from deltamem.bench.judges.halumem import judge_run
+
+            judge_llm = model if judge.strip() == (llm or "") else make_llm(judge)
+            judge_run(out, data, judge_llm, progress=advance)
+            metrics = write_metrics(out)
+    _summary(metrics, out)
+
+
+@app.command()
+def locomo(
+    data: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="locomo10.json")],
+    systems: SystemsOpt = "deltamem",
+    out: OutOpt = Path("bench-out/locomo"),
+    conversations: Annotated[int | None, typer.Option(help="First N conversations.")] = None,
+    sessions: Annotated[int | None, typer.Option(help="First N sessions each.")] = None,
+    llm: LLMOpt = None,
+    judge: JudgeOpt = "none",
+    embedder: EmbOpt = None,
+    resume: Annotated[bool, typer.Option(help="Skip items already in results.jsonl.")] = False,
+    both_as_user: Annotated[
+        bool, typer.Option(help="Give both speakers role 'user' (default: B is 'assistant').")
+    ] = False,
+) -> None:
+    """LoCoMo: token F1, BLEU-1, evidence recall (and an LLM judge when given)."""
+    from deltamem.bench.locomo import LocomoRun, run_locomo
+    from deltamem.embed import make_embedder
+    from deltamem.llm import make_llm
+
+    names = _systems(systems)
+    emb = make_embedder(embedder)
+    model = make_llm(llm)
+    judge_llm = None
+    if judge.strip().lower() != "none":
+        judge_llm = model if judge.strip() == (llm or "") else make_llm(judge)
+    with _progress() as advance:
+        run = LocomoRun(
+            data=data,
+            out=out,
+            systems=names,
+            conversations=conversations,
+            sessions=sessions,
+            resume=resume,
+            both_as_user=both_as_user,
+            progress=advance,
+        )
+        metrics = run_locomo(run, llm=model, embedder=emb, judge=judge_llm)
+    _summary(metrics, out)

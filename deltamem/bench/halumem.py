@@ -1,0 +1,372 @@
+"""The HaluMem runner (SPEC §4.1).
+
+Per system, per user, sessions in order: add the session; fetch the memories it
+produced; for each gold point with is_update "True" and original memories,
+search(memory_content, 10); for each question, search(question, 20) and answer
+with deltamem's Answerer on the system's LLM. Every evaluated item becomes one
+record in OUT/results.jsonl as soon as it exists (see `deltamem.bench.log`).
+
+Judge-free numbers are computed on the spot: the memory-state distance between
+a session's extracted memories and its non-distractor gold points (state_f1),
+whether an update probe retrieved the updated fact, and how much of a
+question's evidence was retrieved (both by embedding cosine ≥ τ). LLM judges,
+when asked for, run afterwards over the records (`deltamem.bench.judges`).
+
+Resume: a system's memory is rebuilt by adding the user's sessions again
+(deltamem answers a session it has already applied from its log, without the
+LLM; raw-turn baselines only re-embed), and every item whose key is in the log
+is skipped. Users already finished are skipped whole.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from deltamem.answer import Answerer
+from deltamem.bench.answering import as_search_hits, error_text
+from deltamem.bench.datasets import BenchSession
+from deltamem.bench.datasets import halumem as ds
+from deltamem.bench.log import RESULTS, ResultLog
+from deltamem.bench.metrics import halumem as hm
+from deltamem.bench.metrics.common import mean
+from deltamem.bench.softmatch import best_similarity, covered
+from deltamem.bench.systems import MemorySystem, Retrieved, make_system
+from deltamem.embed import Embedder
+from deltamem.llm.base import LLM
+from deltamem.train.distance import DEFAULT_TAU, state_distance
+
+UPDATE_K = 10
+QA_K = 20
+METRICS = "metrics.json"
+
+Progress = Callable[[str, int], None]  # (description, items advanced)
+
+
+@dataclass
+class HaluMemRun:
+    data: Path
+    out: Path
+    systems: Sequence[str]
+    users: int | None = None
+    sessions: int | None = None
+    resume: bool = False
+    tau: float = DEFAULT_TAU
+    update_k: int = UPDATE_K
+    qa_k: int = QA_K
+    progress: Progress | None = None
+
+
+class _UserRun:
+    """One system on one user: the per-session procedure."""
+
+    def __init__(
+        self,
+        run: HaluMemRun,
+        system: MemorySystem,
+        log: ResultLog,
+        embedder: Embedder,
+        answerer: Answerer | None,
+        user: ds.User,
+    ) -> None:
+        self.run, self.system, self.log = run, system, log
+        self.embedder, self.answerer, self.user = embedder, answerer, user
+        self.uid = user.uuid
+
+    def key(self, *parts: object) -> str:
+        return "|".join([self.system.name, self.uid, *map(str, parts)])
+
+    def base(self, sidx: int, kind: str) -> dict[str, Any]:
+        return {"system": self.system.name, "user": self.uid, "session": sidx, "kind": kind}
+
+    def tick(self, what: str) -> None:
+        if self.run.progress is not None:
+            self.run.progress(what, 1)
+
+    def session(self, sidx: int, session: ds.Session) -> None:
+        bench = ds.to_bench_session(session, sidx)
+        skey = self.key(sidx, "session")
+        done = self.log.has(skey)
+        before = self.system.cost.as_dict()
+        error = None
+        if bench.messages:
+            try:
+                self.system.add_session(self.uid, bench.session_id, bench.messages, bench.timestamp)
+            except Exception as exc:  # one failed session must not end the run
+                error = error_text(exc)
+        if done:
+            if session.evaluated:
+                self._evaluate(sidx, session, bench)
+            return
+        after = self.system.cost.as_dict()
+        cost = {
+            k: after[k] - before[k]
+            for k in (
+                "llm_calls",
+                "prompt_tokens",
+                "completion_tokens",
+                "add_seconds",
+                "session_tokens",
+            )
+        }
+        rec = self.base(sidx, "session") | {
+            "key": skey,
+            "session_id": bench.session_id,
+            "filler": not session.evaluated,
+            "messages": len(bench.messages),
+            "cost": cost,
+            "error": error,
+        }
+        if session.evaluated:
+            memories: list[str] = []
+            try:
+                memories = self.system.get_session_memories(self.uid, bench.session_id)
+            except Exception as exc:
+                rec["error"] = rec["error"] or error_text(exc)
+            gold = [p.memory_content for p in session.memory_points if not p.is_distractor]
+            dist = state_distance(memories, gold, embed=self.embedder.embed, tau=self.run.tau)
+            rec |= {
+                "memories": memories,
+                "gold": gold,
+                "state": {
+                    "r_trans": dist.r_trans,
+                    "precision": dist.precision,
+                    "recall": dist.recall,
+                    "dist_plus": dist.dist_plus,
+                    "dist_minus": dist.dist_minus,
+                    "pairs": len(dist.pairs),
+                },
+            }
+            self._items_for_judges(sidx, session, memories)
+        self.log.write(rec)
+        self.tick("sessions")
+        if session.evaluated:
+            self._evaluate(sidx, session, bench)
+
+    def _items_for_judges(self, sidx: int, session: ds.Session, memories: list[str]) -> None:
+        """Records the integrity and accuracy judges will score (score left None)."""
+        for i, p in enumerate(session.memory_points):
+            if p.is_update_target:
+                continue
+            self.log.write(
+                self.base(sidx, "point")
+                | {
+                    "key": self.key(sidx, "point", i),
+                    "memory_content": p.memory_content,
+                    "memory_type": p.memory_type,
+                    "memory_source": p.memory_source,
+                    "importance": p.importance,
+                    "distractor": p.is_distractor,
+                    "score": None,
+                }
+            )
+        for j, m in enumerate(memories):
+            self.log.write(
+                self.base(sidx, "extracted")
+                | {
+                    "key": self.key(sidx, "extracted", j),
+                    "memory": m,
+                    "score": None,
+                    "included": None,
+                }
+            )
+
+    def _evaluate(self, sidx: int, session: ds.Session, bench: BenchSession) -> None:
+        asked_at = ds.safe_time(session.end_time) or bench.timestamp or datetime.now(UTC)
+        for i, p in enumerate(session.memory_points):
+            if p.is_update_target and not self.log.has(self.key(sidx, "update", i)):
+                self._update_probe(sidx, i, p)
+        for q_i, q in enumerate(session.questions):
+            if not self.log.has(self.key(sidx, "question", q_i)):
+                self._question(sidx, q_i, q, asked_at)
+
+    def _update_probe(self, sidx: int, i: int, p: ds.MemoryPoint) -> None:
+        rec = self.base(sidx, "update") | {
+            "key": self.key(sidx, "update", i),
+            "memory_content": p.memory_content,
+            "original_memories": p.original_memories,
+            "memory_type": p.memory_type,
+            "verdict": None,
+            "error": None,
+        }
+        found: list[Retrieved] = []
+        t0 = time.perf_counter()
+        try:
+            found = self.system.search_retrieved(self.uid, p.memory_content, self.run.update_k)
+        except Exception as exc:
+            rec["error"] = error_text(exc)
+        rec["search_seconds"] = time.perf_counter() - t0
+        rec["retrieved"] = [r.text for r in found]
+        best = best_similarity(self.embedder, [p.memory_content], rec["retrieved"])
+        rec["best_similarity"] = best[0]
+        rec["retrieved_hit"] = best[0] >= self.run.tau
+        self.log.write(rec)
+        self.tick("updates")
+
+    def _question(self, sidx: int, q_i: int, q: ds.Question, asked_at: datetime) -> None:
+        rec = self.base(sidx, "question") | {
+            "key": self.key(sidx, "question", q_i),
+            "question": q.question,
+            "answer": q.answer,
+            "question_type": q.question_type,
+            "difficulty": q.difficulty,
+            "evidence": [e.memory_content for e in q.evidence],
+            "verdict": None,
+            "error": None,
+        }
+        found: list[Retrieved] = []
+        t0 = time.perf_counter()
+        try:
+            found = self.system.search_retrieved(self.uid, q.question, self.run.qa_k)
+        except Exception as exc:
+            rec["error"] = error_text(exc)
+        rec["search_seconds"] = time.perf_counter() - t0
+        rec["retrieved"] = [r.text for r in found]
+        rec["evidence_recall"] = covered(
+            self.embedder, rec["evidence"], rec["retrieved"], self.run.tau
+        )
+        rec["prediction"] = None
+        if self.answerer is not None:
+            t1 = time.perf_counter()
+            try:
+                ans = self.answerer.answer(
+                    q.question, as_search_hits(found, self.uid, asked_at), asked_at=asked_at
+                )
+                rec["prediction"] = ans.text
+            except Exception as exc:
+                rec["error"] = rec["error"] or error_text(exc)
+            rec["answer_seconds"] = time.perf_counter() - t1
+        self.log.write(rec)
+        self.tick("questions")
+
+
+def _user_done_key(system: str, uid: str, n_sessions: int) -> str:
+    """Marks a user finished over its first n sessions (a later run with a larger
+    --sessions limit is not fooled by it)."""
+    return f"{system}|{uid}|done|{n_sessions}"
+
+
+def run_halumem(
+    run: HaluMemRun,
+    *,
+    llm: LLM,
+    embedder: Embedder,
+    make: Callable[[str, Path], MemorySystem] | None = None,
+) -> dict[str, Any]:
+    """Run every system over the data, writing results.jsonl, then metrics.json.
+
+    `make(name, workdir)` builds a system (default: the registry in
+    `deltamem.bench.systems` with this `llm` and `embedder`)."""
+    run.out.mkdir(parents=True, exist_ok=True)
+    log = ResultLog(run.out / RESULTS, resume=run.resume)
+    answerer = Answerer(llm)
+
+    def default_make(name: str, work: Path) -> MemorySystem:
+        return make_system(name, llm, embedder, work)
+
+    build = make or default_make
+    try:
+        for name in run.systems:
+            work = run.out / "systems" / name
+            if not run.resume and work.exists():
+                shutil.rmtree(work)
+            system = build(name, work)
+            try:
+                for user in ds.iter_users(run.data, limit=run.users):
+                    sessions = user.sessions[: run.sessions] if run.sessions else user.sessions
+                    if log.has(_user_done_key(system.name, user.uuid, len(sessions))):
+                        continue
+                    if not run.resume:
+                        system.reset(user.uuid)
+                    ur = _UserRun(run, system, log, embedder, answerer, user)
+                    for sidx, session in enumerate(sessions):
+                        ur.session(sidx, session)
+                    log.write(
+                        {
+                            "key": _user_done_key(system.name, user.uuid, len(sessions)),
+                            "system": system.name,
+                            "user": user.uuid,
+                            "kind": "user_done",
+                        }
+                    )
+            finally:
+                system.close()
+    finally:
+        log.close()
+    return write_metrics(run.out)
+
+
+def cost_metrics(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    sessions = [r for r in records if r.get("kind") == "session"]
+    searches = [r for r in records if r.get("kind") in ("update", "question")]
+
+    def total(key: str) -> float:
+        return float(sum(r.get("cost", {}).get(key, 0) for r in sessions))
+
+    n = len(sessions)
+    search_seconds = float(sum(r.get("search_seconds", 0.0) for r in searches))
+    session_tokens = total("session_tokens")
+    return {
+        "sessions": n,
+        "llm_calls_per_session": total("llm_calls") / n if n else None,
+        "prompt_tokens_per_session": total("prompt_tokens") / n if n else None,
+        "session_tokens_per_session": session_tokens / n if n else None,
+        "write_amplification": total("prompt_tokens") / session_tokens if session_tokens else None,
+        "qpm": 60 * len(searches) / search_seconds if search_seconds > 0 else None,
+        "add_seconds": total("add_seconds"),
+        "search_seconds": search_seconds,
+    }
+
+
+def retrieval_metrics(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Judge-free read-side numbers: did the update probe retrieve the updated fact,
+    and how much of each question's evidence was retrieved."""
+    ups = [r for r in records if r.get("kind") == "update"]
+    qs = [r for r in records if r.get("kind") == "question"]
+    return {
+        "update_hit_at_10": mean(float(r["retrieved_hit"]) for r in ups),
+        "qa_evidence_recall_at_20": mean(
+            r["evidence_recall"] for r in qs if r.get("evidence_recall") is not None
+        ),
+        "errors": sum(1 for r in records if r.get("error")),
+    }
+
+
+def apply_judgments(
+    records: list[dict[str, Any]], judgments: dict[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Records with the verdict fields a judge stored for their key."""
+    return [r | judgments.get(str(r.get("key")), {}) for r in records]
+
+
+def metrics_for(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    agg = hm.aggregate(records)
+    return {
+        "extraction": agg["extraction"],
+        "update": agg["update"],
+        "qa": agg["qa"],
+        "qa_by_session": agg["qa_by_session"],
+        "retrieval": retrieval_metrics(records),
+        "cost": cost_metrics(records),
+    }
+
+
+def write_metrics(out: Path) -> dict[str, Any]:
+    """metrics.json from results.jsonl (and judgments.jsonl where judges ran)."""
+    from deltamem.bench.log import read_records
+
+    records = list(read_records(out / RESULTS))
+    judged: dict[str, dict[str, Any]] = {}
+    for j in read_records(out / "judgments.jsonl"):
+        judged.setdefault(str(j["key"]), {}).update(j.get("fields", {}))
+    records = apply_judgments(records, judged)
+    systems = list(dict.fromkeys(str(r["system"]) for r in records if "system" in r))
+    metrics = {s: metrics_for([r for r in records if r.get("system") == s]) for s in systems}
+    (out / METRICS).write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+    return metrics

@@ -1,0 +1,132 @@
+"""HaluMem judges over a finished run's records (SPEC §4.1).
+
+Reads OUT/results.jsonl, asks the four judges (integrity per gold point,
+accuracy per extracted memory, update per update target, QA per question) and
+appends each verdict to OUT/judgments.jsonl as `{"key", "fields"}` as soon as it
+is known; keys already judged are skipped, and identical questions are served
+from the SQLite cache. The accuracy judge needs the dialogue, read again from
+the dataset.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from deltamem.bench.datasets import halumem as ds
+from deltamem.bench.judges.base import (
+    ACCURACY,
+    CACHE,
+    INTEGRITY,
+    QA,
+    UPDATE,
+    Judge,
+    JudgeCache,
+    lines,
+)
+from deltamem.bench.log import RESULTS, read_records
+from deltamem.llm.base import LLM
+
+JUDGMENTS = "judgments.jsonl"
+
+
+def _dialogue(session: ds.Session) -> str:
+    return "\n".join(f"{t.role}: {t.content}" for t in session.dialogue if t.content.strip())
+
+
+def judge_run(
+    out: Path,
+    data: Path,
+    llm: LLM,
+    *,
+    progress: Callable[[str, int], None] | None = None,
+) -> int:
+    """Judge every record not judged yet; return how many verdicts were added."""
+    records = list(read_records(out / RESULTS))
+    done = {str(j["key"]) for j in read_records(out / JUDGMENTS)}
+    cache = JudgeCache(out / CACHE)
+    judges = {
+        "integrity": Judge("integrity", INTEGRITY, llm, cache),
+        "accuracy": Judge("accuracy", ACCURACY, llm, cache),
+        "update": Judge("update", UPDATE, llm, cache),
+        "qa": Judge("qa", QA, llm, cache),
+    }
+    memories = {
+        (r["system"], r["user"], r["session"]): r.get("memories", [])
+        for r in records
+        if r.get("kind") == "session"
+    }
+    todo = [
+        r
+        for r in records
+        if r.get("kind") in ("point", "extracted", "update", "question")
+        and str(r["key"]) not in done
+    ]
+    need_users = {r["user"] for r in todo if r["kind"] == "extracted"}
+    sessions: dict[tuple[str, int], ds.Session] = {}
+    if need_users:
+        for user in ds.iter_users(data):
+            if user.uuid in need_users:
+                for i, s in enumerate(user.sessions):
+                    sessions[(user.uuid, i)] = s
+    added = 0
+    with (out / JUDGMENTS).open("a", encoding="utf-8") as fh:
+        for r in todo:
+            fields = _judge_one(r, judges, memories, sessions)
+            if fields is None:
+                continue
+            fh.write(json.dumps({"key": r["key"], "fields": fields}, ensure_ascii=False) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+            added += 1
+            if progress is not None:
+                progress(f"judge {r['kind']}", 1)
+    cache.close()
+    return added
+
+
+def _judge_one(
+    r: dict[str, Any],
+    judges: dict[str, Judge],
+    memories: dict[tuple[str, str, int], list[str]],
+    sessions: dict[tuple[str, int], ds.Session],
+) -> dict[str, Any] | None:
+    kind = r["kind"]
+    if kind == "point":
+        mems = memories.get((r["system"], r["user"], r["session"]), [])
+        if not mems:  # nothing stored: nothing can cover the point, no call needed
+            return {"score": 0, "judge_reason": "no memories extracted"}
+        reply = judges["integrity"].ask(memories=lines(mems), fact=r["memory_content"])
+        return {"score": int(reply["score"]), "judge_reason": reply.get("reason")}
+    if kind == "extracted":
+        session = sessions.get((r["user"], r["session"]))
+        if session is None:
+            return None
+        gold = [p.memory_content for p in session.memory_points if not p.is_distractor]
+        reply = judges["accuracy"].ask(
+            dialogue=_dialogue(session), gold=lines(gold), memory=r["memory"]
+        )
+        return {
+            "score": int(reply["score"]),
+            "included": bool(reply["included"]),
+            "judge_reason": reply.get("reason"),
+        }
+    if kind == "update":
+        reply = judges["update"].ask(
+            old=lines(r.get("original_memories", [])),
+            new=r["memory_content"],
+            memories=lines(r.get("retrieved", [])),
+        )
+        return {"verdict": reply["verdict"], "judge_reason": reply.get("reason")}
+    if kind == "question":
+        reply = judges["qa"].ask(
+            question=r["question"],
+            answer=r.get("answer", ""),
+            evidence=lines(r.get("evidence", [])),
+            prediction=r.get("prediction") or "(no answer)",
+        )
+        return {"verdict": reply["verdict"], "judge_reason": reply.get("reason")}
+    return None

@@ -1,0 +1,220 @@
+"""The LoCoMo runner (SPEC §4.2).
+
+Per system, per conversation: add the sessions in order (speaker_a as "user",
+speaker_b as "assistant", both named; see `datasets.locomo`); then for each QA
+search(question, 20), answer with deltamem's Answerer, and score: token F1 by
+category, BLEU-1, evidence recall (share of the evidence turns that the
+retrieved memories were derived from, through their provenance), and an LLM
+judge's CORRECT / WRONG when a judge is given. One record per QA in
+OUT/results.jsonl as it is produced; --resume skips what is there.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from deltamem.answer import Answerer
+from deltamem.bench.answering import as_search_hits, error_text
+from deltamem.bench.datasets import locomo as ds
+from deltamem.bench.halumem import cost_metrics
+from deltamem.bench.log import RESULTS, ResultLog, read_records
+from deltamem.bench.metrics import locomo as lm
+from deltamem.bench.systems import MemorySystem, Retrieved, make_system
+from deltamem.embed import Embedder
+from deltamem.llm.base import LLM
+
+QA_K = 20
+METRICS = "metrics.json"
+
+
+@dataclass
+class LocomoRun:
+    data: Path
+    out: Path
+    systems: Sequence[str]
+    conversations: int | None = None
+    sessions: int | None = None
+    resume: bool = False
+    qa_k: int = QA_K
+    both_as_user: bool = False  # give speaker_b role "user" too (see datasets.locomo)
+    progress: Callable[[str, int], None] | None = None
+
+
+def reached_turns(found: Sequence[Retrieved], turn_ids: dict[str, list[str]]) -> list[str]:
+    """Dataset turn ids (dia_id) the retrieved items were derived from."""
+    out: list[str] = []
+    for r in found:
+        ids = turn_ids.get(r.session_id or "", [])
+        out.extend(ids[i] for i in r.turns if 0 <= i < len(ids))
+    return list(dict.fromkeys(out))
+
+
+def run_locomo(
+    run: LocomoRun,
+    *,
+    llm: LLM,
+    embedder: Embedder,
+    judge: LLM | None = None,
+    make: Callable[[str, Path], MemorySystem] | None = None,
+) -> dict[str, Any]:
+    run.out.mkdir(parents=True, exist_ok=True)
+    log = ResultLog(run.out / RESULTS, resume=run.resume)
+    answerer = Answerer(llm)
+    qa_judge = None
+    if judge is not None:
+        from deltamem.bench.judges.locomo import LocomoJudge
+
+        qa_judge = LocomoJudge(judge, run.out)
+    convs = ds.load(run.data, limit=run.conversations)
+    try:
+        for name in run.systems:
+            work = run.out / "systems" / name
+            if not run.resume and work.exists():
+                shutil.rmtree(work)
+            system = make(name, work) if make else make_system(name, llm, embedder, work)
+            try:
+                for conv in convs:
+                    _conversation(run, system, log, answerer, qa_judge, conv)
+            finally:
+                system.close()
+    finally:
+        log.close()
+    return write_metrics(run.out)
+
+
+def _tick(run: LocomoRun, what: str) -> None:
+    if run.progress is not None:
+        run.progress(what, 1)
+
+
+def _conversation(
+    run: LocomoRun,
+    system: MemorySystem,
+    log: ResultLog,
+    answerer: Answerer,
+    qa_judge: Any,
+    conv: ds.LocomoConversation,
+) -> None:
+    uid = conv.sample_id
+    prefix = f"{system.name}|{uid}"
+    sessions = conv.sessions[: run.sessions] if run.sessions else conv.sessions
+    done = f"{prefix}|done|{len(sessions)}"
+    if log.has(done):
+        return
+    if not run.resume:
+        system.reset(uid)
+    turn_ids: dict[str, list[str]] = {}
+    last: datetime | None = None
+    for s in sessions:
+        bench = ds.to_bench_session(conv, s, run.both_as_user)
+        turn_ids[bench.session_id] = bench.turn_ids
+        last = bench.timestamp or last
+        before = system.cost.as_dict()
+        error = None
+        if bench.messages:
+            try:
+                system.add_session(uid, bench.session_id, bench.messages, bench.timestamp)
+            except Exception as exc:
+                error = error_text(exc)
+        after = system.cost.as_dict()
+        log.write(
+            {
+                "key": f"{prefix}|session|{s.index}",
+                "kind": "session",
+                "system": system.name,
+                "user": uid,
+                "session": s.index,
+                "messages": len(bench.messages),
+                "error": error,
+                "cost": {
+                    k: after[k] - before[k]
+                    for k in (
+                        "llm_calls",
+                        "prompt_tokens",
+                        "completion_tokens",
+                        "add_seconds",
+                        "session_tokens",
+                    )
+                },
+            }
+        )
+        _tick(run, "sessions")
+    asked_at = last or datetime.now(UTC)
+    seen = {f"D{s.index}:" for s in sessions}
+    for i, qa in enumerate(conv.qa):
+        key = f"{prefix}|qa|{i}"
+        if log.has(key):
+            continue
+        # with --sessions, keep the questions whose evidence was all added
+        if run.sessions and not all(any(e.startswith(p) for p in seen) for e in qa.evidence):
+            continue
+        rec: dict[str, Any] = {
+            "key": key,
+            "kind": "question",
+            "system": system.name,
+            "user": uid,
+            "question": qa.question,
+            "answer": qa.answer,
+            "category": qa.category,
+            "evidence": qa.evidence,
+            "error": None,
+        }
+        found: list[Retrieved] = []
+        t0 = time.perf_counter()
+        try:
+            found = system.search_retrieved(uid, qa.question, run.qa_k)
+        except Exception as exc:
+            rec["error"] = error_text(exc)
+        rec["search_seconds"] = time.perf_counter() - t0
+        rec["retrieved"] = [r.text for r in found]
+        reached = reached_turns(found, turn_ids)
+        rec["reached"] = reached
+        rec["evidence_recall"] = lm.evidence_recall(qa.evidence, reached)
+        prediction = ""
+        try:
+            prediction = answerer.answer(
+                qa.question, as_search_hits(found, uid, asked_at), asked_at=asked_at
+            ).text
+        except Exception as exc:
+            rec["error"] = rec["error"] or error_text(exc)
+        rec["prediction"] = prediction
+        rec["f1"] = lm.answer_f1(prediction, qa.answer, qa.category)
+        rec["bleu1"] = (
+            None
+            if qa.category == 5
+            else lm.bleu1(prediction, lm.gold_for(qa.category, qa.answer or ""))
+        )
+        rec["judge"] = None
+        if qa_judge is not None and qa.category != 5 and not rec["error"]:
+            rec["judge"] = qa_judge.correct(qa.question, qa.answer or "", prediction)
+        log.write(rec)
+        _tick(run, "questions")
+    log.write({"key": done, "kind": "user_done", "system": system.name, "user": uid})
+
+
+def write_metrics(out: Path) -> dict[str, Any]:
+    records = list(read_records(out / RESULTS))
+    systems = list(dict.fromkeys(str(r["system"]) for r in records if "system" in r))
+    metrics: dict[str, Any] = {}
+    for s in systems:
+        rs = [r for r in records if r.get("system") == s]
+        qs = [r for r in rs if r.get("kind") == "question"]
+        agg = lm.aggregate(qs)
+        metrics[s] = {
+            "f1": agg["f1"],
+            "bleu1": agg["bleu1"],
+            "judge": agg["judge"],
+            "evidence_recall": agg["evidence_recall"],
+            "n": agg["n"],
+            "by_category": agg["by_category"],
+            "cost": cost_metrics(rs),
+        }
+    (out / METRICS).write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+    return metrics

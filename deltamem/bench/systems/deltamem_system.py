@@ -1,0 +1,57 @@
+"""Adapter for deltamem itself: the `Memory` facade with the agentic manager."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from deltamem.bench.systems.base import MemorySystem, Retrieved
+from deltamem.embed import Embedder
+from deltamem.llm.base import LLM
+from deltamem.manager.agent import ManagerConfig
+from deltamem.memory import Memory
+
+
+class DeltamemSystem(MemorySystem):
+    name = "deltamem"
+
+    def __init__(
+        self,
+        llm: LLM,
+        embedder: Embedder,
+        path: str | Path,
+        config: ManagerConfig | None = None,
+    ) -> None:
+        super().__init__(llm)
+        self.memory = Memory(path, llm=llm, embedder=embedder, config=config, log_calls=False)
+
+    def _reset(self, user: str) -> None:
+        self.memory.reset(user)
+
+    def _add_session(
+        self,
+        user: str,
+        session_id: str,
+        messages: list[dict[str, Any]],
+        timestamp: datetime | None,
+    ) -> None:
+        self.memory.add(messages, user_id=user, session_id=session_id, timestamp=timestamp)
+
+    def _session_memories(self, user: str, session_id: str) -> list[str]:
+        return [m.content for m in self.memory.session_memories(session_id, user)]
+
+    def _search(self, user: str, query: str, k: int) -> list[Retrieved]:
+        return [
+            Retrieved(
+                text=h.memory.content,
+                timestamp=h.memory.timestamp,
+                session_id=h.memory.session_id,
+                turns=list(h.memory.turns),
+                score=h.score,
+            )
+            for h in self.memory.search(query, user_id=user, limit=k)
+        ]
+
+    def close(self) -> None:
+        self.memory.close()

@@ -1,0 +1,29 @@
+"""Building systems by name for the runners and the CLI."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from deltamem.bench.systems.base import MemorySystem
+from deltamem.bench.systems.deltamem_system import DeltamemSystem
+from deltamem.bench.systems.turns import FullSystem, RecentSystem, RetrievalSystem
+from deltamem.embed import Embedder
+from deltamem.llm.base import LLM
+
+Factory = Callable[[LLM, Embedder, Path], MemorySystem]
+
+SYSTEMS: dict[str, Factory] = {
+    "deltamem": lambda llm, emb, work: DeltamemSystem(llm, emb, work / "deltamem.db"),
+    "retrieval": lambda llm, emb, work: RetrievalSystem(emb, llm=llm),
+    "recent": lambda llm, emb, work: RecentSystem(llm=llm),
+    "full": lambda llm, emb, work: FullSystem(llm=llm),
+}
+
+
+def make_system(name: str, llm: LLM, embedder: Embedder, workdir: Path) -> MemorySystem:
+    """A fresh system; `workdir` is where it may keep files (created if needed)."""
+    if name not in SYSTEMS:
+        raise ValueError(f"unknown system {name!r}; choose from {', '.join(SYSTEMS)}")
+    workdir.mkdir(parents=True, exist_ok=True)
+    return SYSTEMS[name](llm, embedder, workdir)

@@ -1,0 +1,35 @@
+"""Splitting a packed memory into atomic facts.
+
+Small models often write several facts as one item ("Sarah is 39. She lives in
+Miami. She has a PhD."). Each sentence becomes its own memory, and a sentence that
+opens with a pronoun gets the subject of the first sentence back, so every
+memory still names the person and stands on its own.
+"""
+
+from __future__ import annotations
+
+import re
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+_PRONOUN = re.compile(r"^(She|He)\s+(?=\w)")
+_POSSESSIVE = re.compile(r"^(Her|His)\s+(?=\w)")
+_NAME = re.compile(r"^(The user|[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+){0,2})\b")
+MIN_WORDS = 4  # shorter pieces are fragments, not facts
+
+
+def split_facts(content: str) -> list[str]:
+    sentences = [s.strip() for s in _SENTENCE_END.split(content.strip()) if s.strip()]
+    if len(sentences) < 2:
+        return [content.strip()]
+    m = _NAME.match(sentences[0])
+    subject = m.group(1) if m else None
+    facts: list[str] = []
+    for s in sentences:
+        if subject is not None:
+            s = _PRONOUN.sub(subject + " ", s)
+            s = _POSSESSIVE.sub(subject + "'s ", s)
+        if len(s.split()) < MIN_WORDS and facts:
+            facts[-1] = f"{facts[-1]} {s}"  # a fragment stays with the sentence before it
+        else:
+            facts.append(s)
+    return facts

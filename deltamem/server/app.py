@@ -1,0 +1,343 @@
+"""The REST API over one `Memory`, scoped by tenant (from the API key) and user.
+
+    app = create_app(Memory(path), {"key-of-acme": "acme"})
+
+Writes are queued: ``POST /v1/sessions`` logs the session durably and answers 202
+with a job id; the `Worker` does the LLM work. Every `Memory` call runs in a worker
+thread, so the event loop never waits on the LLM, the embedder or the database.
+The OpenAPI spec is at ``/openapi.json`` (docs at ``/docs``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, TypeVar
+
+import anyio
+from fastapi import Depends, FastAPI, Query, Request, Response
+from fastapi.security import APIKeyHeader, HTTPBearer
+from pydantic import ValidationError
+
+import deltamem
+from deltamem.memory import Memory
+from deltamem.server import scope
+from deltamem.server.config import DEFAULT_MAX_BODY_BYTES, WorkerSettings, validate_keys
+from deltamem.server.problems import ApiError, ApiKeyAuth, BodyLimit, install_handlers
+from deltamem.server.schemas import (
+    AnswerIn,
+    AnswerOut,
+    Health,
+    HistoryOut,
+    HitOut,
+    JobOut,
+    MemoryList,
+    MemoryOut,
+    ReplayIn,
+    ReplayOut,
+    SearchIn,
+    SearchOut,
+    SessionIn,
+    SessionMemories,
+    problem_responses,
+)
+from deltamem.server.worker import Worker
+from deltamem.timeparse import parse_time
+from deltamem.types import MemoryItem, MemoryType, SearchFilters, SessionRecord
+
+T = TypeVar("T")
+
+# Declared for the OpenAPI spec; the check itself is the ApiKeyAuth middleware,
+# which runs before the body is read.
+_bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer API_KEY")
+_api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="X-API-Key: API_KEY")
+
+
+def _tenant(
+    request: Request,
+    _b: Annotated[Any, Depends(_bearer)] = None,
+    _k: Annotated[Any, Depends(_api_key)] = None,
+) -> str:
+    tenant = getattr(request.state, "tenant", None)
+    if tenant is None:  # only reachable if the middleware is bypassed
+        raise ApiError(401, "an API key is required")
+    return tenant
+
+
+Tenant = Annotated[str, Depends(_tenant)]
+UserQuery = Annotated[str, Query(min_length=1, max_length=256, description="the user's id")]
+OptUserQuery = Annotated[
+    str | None,
+    Query(min_length=1, max_length=256, description="if given, the memory must be this user's"),
+]
+AgentQuery = Annotated[str | None, Query(min_length=1, max_length=256)]
+
+
+def _internal(tenant: str, user_id: str) -> str:
+    return scope.internal_user(tenant, user_id)
+
+
+def create_app(
+    memory: Memory,
+    keys: Mapping[str, str],
+    *,
+    worker: Worker | None = None,
+    worker_settings: WorkerSettings | None = None,
+    start_worker: bool = True,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    llm_concurrency: int = 4,
+) -> FastAPI:
+    """The REST API. `keys` maps API keys to tenants. The worker (made here unless
+    given) starts and stops with the app's lifespan when `start_worker`."""
+    keys = validate_keys(keys)
+    worker = worker or Worker(memory, worker_settings)
+    limits: dict[str, anyio.CapacityLimiter] = {}
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        limits["llm"] = anyio.CapacityLimiter(llm_concurrency)
+        if start_worker:
+            worker.start()
+        try:
+            yield
+        finally:
+            if start_worker:
+                await anyio.to_thread.run_sync(worker.stop)
+
+    app = FastAPI(
+        title="deltamem",
+        version=deltamem.__version__,
+        description=(
+            "Long-term memory for LLM agents. Authenticate with an API key "
+            "(`Authorization: Bearer KEY` or `X-API-Key: KEY`); everything is scoped to "
+            "the key's tenant. Errors are problem details (RFC 9457)."
+        ),
+        lifespan=lifespan,
+        responses=problem_responses(400, 401, 404, 409, 413, 415, 422, 500, 503),
+    )
+    app.state.memory = memory
+    app.state.worker = worker
+    install_handlers(app)
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(ApiKeyAuth, keys=keys, prefix="/v1")
+
+    async def run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+
+    async def run_llm(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await anyio.to_thread.run_sync(
+            lambda: fn(*args, **kwargs), limiter=limits.get("llm")
+        )
+
+    def owned(
+        mem: MemoryItem | None, tenant: str, user_id: str | None, memory_id: str
+    ) -> MemoryItem:
+        if mem is None or not scope.owned_by(mem.user_id, tenant, user_id):
+            raise ApiError(404, f"no memory {memory_id!r}")
+        return mem
+
+    def filters_of(**given: Any) -> SearchFilters | None:
+        given = {k: v for k, v in given.items() if v is not None}
+        if not given:
+            return None
+        try:
+            return SearchFilters.model_validate(given)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise ApiError(422, f"{where}: {first['msg']}", "Invalid filter") from exc
+
+    # --- health --------------------------------------------------------------------
+    @app.get("/healthz", response_model=Health, tags=["service"])
+    async def healthz() -> Health:
+        return Health(version=deltamem.__version__, worker=worker.describe())
+
+    # --- sessions and jobs -------------------------------------------------------------
+    @app.post("/v1/sessions", status_code=202, response_model=JobOut, tags=["sessions"])
+    async def submit_session(body: SessionIn, tenant: Tenant) -> JobOut:
+        """Log a dialogue session durably and queue it; 202 with the job to poll."""
+        rec = await run(
+            memory.log_session,
+            [m.model_dump(exclude_none=True) for m in body.messages],
+            user_id=_internal(tenant, body.user_id),
+            session_id=body.session_id,
+            timestamp=body.timestamp,
+            agent_id=body.agent_id,
+        )
+        worker.wake()
+        view = await run(worker.job, (rec.user_id, rec.session_id, rec.agent_id))
+        assert view is not None  # logged just now; the log does not lose sessions
+        return view
+
+    async def _job_record(tenant: str, job_id: str) -> SessionRecord:
+        try:
+            user, session, agent = scope.parse_job_id(job_id)
+        except scope.ScopeError as exc:
+            raise ApiError(404, f"no job {job_id!r}") from exc
+        rec = await run(memory.store.get_session, _internal(tenant, user), session, agent)
+        if rec is None:
+            raise ApiError(404, f"no job {job_id!r}")
+        return rec
+
+    async def _job_view(rec: SessionRecord, job_id: str) -> JobOut:
+        view = await run(worker.job, (rec.user_id, rec.session_id, rec.agent_id))
+        if view is None:  # removed from the log in the meantime (user reset)
+            raise ApiError(404, f"no job {job_id!r}")
+        return view
+
+    @app.get("/v1/jobs/{job_id}", response_model=JobOut, tags=["sessions"])
+    async def get_job(job_id: str, tenant: Tenant) -> JobOut:
+        """A job's status, read back from the session log."""
+        rec = await _job_record(tenant, job_id)
+        return await _job_view(rec, job_id)
+
+    @app.post("/v1/jobs/{job_id}/retry", status_code=202, response_model=JobOut, tags=["sessions"])
+    async def retry_job(job_id: str, tenant: Tenant) -> JobOut:
+        """Queue a failed (parked) job again. Retrying a pending or applied job changes
+        nothing: a session is never applied twice."""
+        rec = await _job_record(tenant, job_id)
+        if rec.status == "failed":
+            worker.request_retry((rec.user_id, rec.session_id, rec.agent_id))
+        return await _job_view(rec, job_id)
+
+    @app.post(
+        "/v1/users/{user_id}/replay", status_code=202, response_model=ReplayOut, tags=["sessions"]
+    )
+    async def replay_user(user_id: str, tenant: Tenant, body: ReplayIn | None = None) -> ReplayOut:
+        """Rebuild a user's memory from the session log: their memories are removed and
+        every logged session is queued again, in log order."""
+        internal = _internal(tenant, user_id)
+        agent = body.agent_id if body else None
+
+        def reset() -> tuple[int, list[SessionRecord]]:
+            with worker.exclusive():
+                removed = memory.store.reset(internal, agent, keep_log=True)
+                return removed, memory.store.list_sessions(internal, status="pending")
+
+        removed, queued = await run(reset)
+        worker.wake()
+        return ReplayOut(
+            user_id=user_id,
+            agent_id=agent,
+            removed_memories=removed,
+            jobs=[
+                scope.job_id(user_id, r.session_id, r.agent_id)
+                for r in queued
+                if agent is None or r.agent_id == agent
+            ],
+        )
+
+    @app.get(
+        "/v1/sessions/{session_id}/memories", response_model=SessionMemories, tags=["memories"]
+    )
+    async def session_memories(
+        session_id: str, user_id: UserQuery, tenant: Tenant
+    ) -> SessionMemories:
+        """The memories a session added or updated, as that session wrote them."""
+        mems = await run(memory.session_memories, session_id, _internal(tenant, user_id))
+        return SessionMemories(
+            session_id=session_id, user_id=user_id, memories=[MemoryOut.of(m) for m in mems]
+        )
+
+    # --- memories ------------------------------------------------------------------------
+    @app.get("/v1/memories", response_model=MemoryList, tags=["memories"])
+    async def list_memories(
+        tenant: Tenant,
+        user_id: UserQuery,
+        agent_id: AgentQuery = None,
+        memory_type: MemoryType | None = None,
+        since: Annotated[str | None, Query(max_length=64)] = None,
+        until: Annotated[str | None, Query(max_length=64)] = None,
+        session_id: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
+        limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
+    ) -> MemoryList:
+        """A user's live memories, oldest event first, optionally filtered."""
+        filters = filters_of(
+            since=since, until=until, memory_type=memory_type, session_id=session_id
+        )
+        mems = await run(
+            memory.get_all,
+            user_id=_internal(tenant, user_id),
+            agent_id=agent_id,
+            filters=filters,
+            limit=limit,
+        )
+        return MemoryList(
+            user_id=user_id, count=len(mems), memories=[MemoryOut.of(m) for m in mems]
+        )
+
+    @app.get("/v1/memories/{memory_id}", response_model=MemoryOut, tags=["memories"])
+    async def get_memory(memory_id: str, tenant: Tenant, user_id: OptUserQuery = None) -> MemoryOut:
+        mem = owned(await run(memory.get, memory_id), tenant, user_id, memory_id)
+        return MemoryOut.of(mem)
+
+    @app.delete("/v1/memories/{memory_id}", status_code=204, tags=["memories"])
+    async def delete_memory(
+        memory_id: str, tenant: Tenant, user_id: OptUserQuery = None
+    ) -> Response:
+        """Delete a memory (the deletion is kept in its history)."""
+
+        def delete() -> bool:
+            owned(memory.get(memory_id), tenant, user_id, memory_id)
+            return memory.delete(memory_id)
+
+        if not await run(delete):
+            raise ApiError(404, f"no memory {memory_id!r}")
+        return Response(status_code=204)
+
+    @app.get("/v1/memories/{memory_id}/history", response_model=HistoryOut, tags=["memories"])
+    async def memory_history(
+        memory_id: str, tenant: Tenant, user_id: OptUserQuery = None
+    ) -> HistoryOut:
+        """Every change of a memory (add, updates, deletion), oldest first."""
+
+        def history() -> HistoryOut:
+            entries = memory.history(memory_id)
+            owner = next((e.user_id for e in entries if e.user_id), None)
+            if owner is None:  # a store that does not say whose history it is
+                mem = memory.get(memory_id)
+                owner = mem.user_id if mem is not None else None
+            if not entries or owner is None or not scope.owned_by(owner, tenant, user_id):
+                raise ApiError(404, f"no memory {memory_id!r}")
+            return HistoryOut.of(memory_id, entries)
+
+        return await run(history)
+
+    # --- read path -------------------------------------------------------------------------
+    @app.post("/v1/search", response_model=SearchOut, tags=["read"])
+    async def search(body: SearchIn, tenant: Tenant) -> SearchOut:
+        """Hybrid (dense + keyword) search over one user's memories."""
+        f = body.filters
+        filters = filters_of(**f.model_dump()) if f else None
+        hits = await run(
+            memory.search,
+            body.query,
+            user_id=_internal(tenant, body.user_id),
+            limit=body.limit,
+            agent_id=body.agent_id,
+            filters=filters,
+        )
+        return SearchOut(query=body.query, results=[HitOut.of(h) for h in hits])
+
+    @app.post("/v1/answer", response_model=AnswerOut, tags=["read"])
+    async def answer(body: AnswerIn, tenant: Tenant) -> AnswerOut:
+        """Answer a question about the user from their memories (LLM)."""
+        if body.asked_at is not None:
+            try:
+                parse_time(body.asked_at)
+            except ValueError as exc:
+                raise ApiError(422, f"asked_at: {exc}", "Invalid request") from exc
+        await run_llm(worker.ensure_llm)
+        ans = await run_llm(
+            memory.answer,
+            body.question,
+            user_id=_internal(tenant, body.user_id),
+            agent_id=body.agent_id,
+            limit=body.limit,
+            asked_at=body.asked_at,
+        )
+        return AnswerOut(
+            question=body.question, answer=ans.text, memories=[HitOut.of(h) for h in ans.memories]
+        )
+
+    return app

@@ -1,0 +1,109 @@
+"""Entry points the CLI calls: `serve` (REST API + worker) and `serve_mcp` (MCP server
++ worker), both on the embedded defaults unless told otherwise."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from deltamem.memory import Memory
+from deltamem.server.config import (
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_TENANT,
+    WorkerSettings,
+    keys_or_generated,
+)
+
+KeySpec = Mapping[str, str] | str | Path | None
+
+
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    memory_path: str | Path | None = None,
+    llm_spec: str | None = None,
+    keys: KeySpec = None,
+    *,
+    embedder_spec: str | None = None,
+    log_level: str = "info",
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    worker_settings: WorkerSettings | None = None,
+) -> None:
+    """Run the REST API and its worker until interrupted.
+
+    `keys`: a key → tenant mapping, a ``"key=tenant,..."`` string, or a file path
+    (``@path`` or a plain path); None reads $DELTAMEM_API_KEYS /
+    $DELTAMEM_API_KEYS_FILE, and failing those one key is generated and printed.
+    `llm_spec` / `embedder_spec` as in `make_llm` / `make_embedder` (None: the
+    embedded defaults; the LLM loads on the first session or answer).
+    """
+    import uvicorn
+
+    from deltamem.server.app import create_app
+
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(message)s")
+    resolved = keys_or_generated(keys)
+    memory = Memory(memory_path, llm=llm_spec, embedder=embedder_spec)
+    try:
+        app = create_app(
+            memory, resolved, max_body_bytes=max_body_bytes, worker_settings=worker_settings
+        )
+        uvicorn.run(app, host=host, port=port, log_level=log_level.lower())
+    finally:
+        memory.close()
+
+
+def serve_mcp(
+    transport: Literal["stdio", "streamable-http", "http"] = "stdio",
+    memory_path: str | Path | None = None,
+    llm_spec: str | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8001,
+    path: str = "/mcp",
+    tenant: str = DEFAULT_TENANT,
+    keys: KeySpec = None,
+    embedder_spec: str | None = None,
+    log_level: str = "info",
+    worker_settings: WorkerSettings | None = None,
+) -> None:
+    """Run the MCP server and its worker until interrupted.
+
+    stdio: one local client, tenant `tenant`; nothing but the protocol is written
+    to stdout. streamable-http: at http://host:port{path}; each request needs an
+    API key (as for `serve`) and is scoped to its tenant.
+    """
+    import anyio
+
+    from deltamem.server.mcp_server import McpKeyGuard, create_mcp_server
+    from deltamem.server.worker import Worker
+
+    # logs go to stderr: over stdio, stdout carries the protocol
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(message)s")
+    transport = {"http": "streamable-http", "streamable_http": "streamable-http"}.get(
+        transport, transport
+    )  # type: ignore[assignment]
+    if transport not in ("stdio", "streamable-http"):
+        raise ValueError(f"unknown MCP transport {transport!r}: use stdio or streamable-http")
+    memory = Memory(memory_path, llm=llm_spec, embedder=embedder_spec)
+    worker = Worker(memory, worker_settings)
+    try:
+        if transport == "stdio":
+            server = create_mcp_server(memory, tenant=tenant, worker=worker)
+            worker.start()
+            anyio.run(server.run_stdio_async)
+        else:
+            import uvicorn
+
+            resolved = keys_or_generated(keys)
+            server = create_mcp_server(memory, tenant=tenant, keys=resolved, worker=worker)
+            app = McpKeyGuard(
+                server.streamable_http_app(streamable_http_path=path, host=host), resolved
+            )
+            worker.start()
+            uvicorn.run(app, host=host, port=port, log_level=log_level.lower())
+    finally:
+        worker.stop()
+        memory.close()

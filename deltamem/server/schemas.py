@@ -1,0 +1,231 @@
+"""Request and response bodies of the REST API (they make its OpenAPI spec).
+
+Requests are strict about shape and size; the domain checks (timestamps, message
+content) stay in `Memory`, whose errors the API turns into 422s. Responses never
+show the store's internal user id: memories carry the caller's user id.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from deltamem.memory import MAX_SESSION_MESSAGES
+from deltamem.server.scope import check_id, external_user
+from deltamem.types import (
+    MAX_MESSAGE_CHARS,
+    HistoryEntry,
+    MemoryItem,
+    MemoryType,
+    Operation,
+    SearchHit,
+)
+
+
+def _unicode(value: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError("text is not valid Unicode (lone surrogate)") from exc
+    return value
+
+
+def _id(what: str) -> AfterValidator:
+    return AfterValidator(lambda v: check_id(v, what))
+
+
+UserId = Annotated[str, Field(min_length=1, max_length=256), _id("user_id")]
+AgentId = Annotated[str, Field(min_length=1, max_length=256), _id("agent_id")]
+SessionId = Annotated[str, Field(min_length=1, max_length=256), _id("session_id")]
+Text = Annotated[str, AfterValidator(_unicode)]
+Timestamp = Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_unicode)]
+
+
+class MessageIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    role: Literal["user", "assistant", "system"]
+    content: Annotated[Text, Field(min_length=1, max_length=MAX_MESSAGE_CHARS)]
+    timestamp: Timestamp | None = None
+    name: Annotated[Text, Field(max_length=256)] | None = None
+
+
+class SessionIn(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "example": {
+                "user_id": "martin",
+                "session_id": "s1",
+                "timestamp": "2029-02-13T10:51:39",
+                "messages": [
+                    {"role": "user", "content": "I just started as a UX designer at Brightloop."},
+                    {"role": "assistant", "content": "Congratulations on the new job!"},
+                ],
+            }
+        },
+    )
+
+    user_id: UserId
+    session_id: SessionId | None = None
+    timestamp: Timestamp | None = None
+    agent_id: AgentId | None = None
+    messages: Annotated[list[MessageIn], Field(min_length=1, max_length=MAX_SESSION_MESSAGES)]
+
+
+class FiltersIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    since: Timestamp | None = None
+    until: Timestamp | None = None
+    memory_type: MemoryType | None = None
+    session_id: SessionId | None = None
+
+
+class SearchIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: Annotated[Text, Field(min_length=1, max_length=4000)]
+    user_id: UserId
+    agent_id: AgentId | None = None
+    limit: Annotated[int, Field(ge=1, le=100)] = 20
+    filters: FiltersIn | None = None
+
+
+class AnswerIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: Annotated[Text, Field(min_length=1, max_length=4000)]
+    user_id: UserId
+    agent_id: AgentId | None = None
+    limit: Annotated[int, Field(ge=1, le=100)] = 20
+    asked_at: Timestamp | None = None
+
+
+class ReplayIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    agent_id: AgentId | None = None
+
+
+# --- responses -------------------------------------------------------------------------
+class Problem(BaseModel):
+    """An error (RFC 9457 problem details), served as ``application/problem+json``."""
+
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str
+    instance: str | None = None
+
+
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` entries for problem-details errors."""
+    return {s: {"model": Problem, "content": {"application/problem+json": {}}} for s in statuses}
+
+
+class MemoryOut(BaseModel):
+    id: str
+    user_id: str
+    agent_id: str | None = None
+    content: str
+    timestamp: datetime
+    memory_type: MemoryType | None = None
+    keywords: list[str] = Field(default_factory=list)
+    session_id: str | None = None
+    turns: list[int] = Field(default_factory=list)
+    created_at: datetime
+    updated_at: datetime
+    version: int = 1
+
+    @classmethod
+    def of(cls, mem: MemoryItem) -> MemoryOut:
+        data = mem.model_dump()
+        data["user_id"] = external_user(mem.user_id)[1]
+        return cls.model_validate(data)
+
+
+class MemoryList(BaseModel):
+    user_id: str
+    count: int
+    memories: list[MemoryOut]
+
+
+class HitOut(BaseModel):
+    memory: MemoryOut
+    score: float
+
+    @classmethod
+    def of(cls, hit: SearchHit) -> HitOut:
+        return cls(memory=MemoryOut.of(hit.memory), score=hit.score)
+
+
+class SearchOut(BaseModel):
+    query: str
+    results: list[HitOut]
+
+
+class AnswerOut(BaseModel):
+    question: str
+    answer: str
+    memories: list[HitOut]
+
+
+class HistoryRow(BaseModel):
+    op: str
+    old_content: str | None = None
+    new_content: str | None = None
+    session_id: str | None = None
+    actor: str
+    at: datetime
+
+
+class HistoryOut(BaseModel):
+    memory_id: str
+    history: list[HistoryRow]
+
+    @classmethod
+    def of(cls, memory_id: str, entries: list[HistoryEntry]) -> HistoryOut:
+        rows = [
+            HistoryRow.model_validate(e.model_dump(include=set(HistoryRow.model_fields)))
+            for e in entries
+        ]
+        return cls(memory_id=memory_id, history=rows)
+
+
+class SessionMemories(BaseModel):
+    session_id: str
+    user_id: str
+    memories: list[MemoryOut]
+
+
+JobStatus = Literal["pending", "running", "applied", "failed"]
+
+
+class JobOut(BaseModel):
+    job_id: str
+    user_id: str
+    session_id: str
+    agent_id: str | None = None
+    status: JobStatus
+    error: str | None = None
+    attempts: int = 0
+    timestamp: datetime | None = None
+    operations: list[Operation] | None = None
+    retry_queued: bool = False
+
+
+class ReplayOut(BaseModel):
+    user_id: str
+    agent_id: str | None = None
+    status: Literal["pending"] = "pending"
+    removed_memories: int
+    jobs: list[str]
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = "ok"
+    version: str
+    worker: dict[str, Any]

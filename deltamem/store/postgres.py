@@ -1,0 +1,603 @@
+"""Shared store: PostgreSQL with pgvector, for several workers or machines on one memory.
+
+Same tables and semantics as the SQLite store (tests/test_store.py runs on both).
+Vectors sit on the memory row (`vector(dim)`, cosine distance `<=>`). There is no
+HNSW index on purpose: a scope's KNN goes through the btree on (user_id, agent_id,
+ts) and sorts that user's rows by exact distance, since an approximate index filters
+after the search and loses almost all per-user recall. Keywords use a generated
+tsvector with a GIN index; the query is an OR of one `phraseto_tsquery` per term,
+each term a bound parameter, so user text is never parsed as query syntax.
+
+One connection (autocommit, guarded by a lock, reopened if it breaks); every write
+is one explicit transaction. Schema migrations are SQL files in
+deltamem/store/migrations_pg/, applied under an advisory lock and recorded in
+`schema_version`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from importlib import resources
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from deltamem.llm.base import CallRecord
+from deltamem.store.base import (
+    PlannedWrite,
+    SessionConflict,
+    Store,
+    StoreError,
+    UnknownMemory,
+)
+from deltamem.types import (
+    HistoryEntry,
+    MemoryItem,
+    Message,
+    Operation,
+    SearchFilters,
+    SessionRecord,
+    SessionStatus,
+    utcnow,
+)
+
+Row = dict[str, Any]
+
+_MIGRATION_LOCK = 0x64656C74616D656D  # "deltamem": serialises first connects
+_MAX_DIM = 16_000  # pgvector's limit for `vector`
+_FTS = "deltamem_fts"  # text search config made by the first migration
+_MEMORY_COLS = (
+    "id, user_id, agent_id, content, timestamp, memory_type, keywords, session_id, turns, "
+    "created_at, updated_at, version"
+)
+_SCOPE = "user_id=%s AND agent_id=%s AND session_id=%s"
+
+
+def _agent(agent_id: str | None) -> str:
+    return agent_id or ""
+
+
+def _utc(dt: datetime) -> datetime:
+    return dt.astimezone(UTC)
+
+
+def vector_literal(v: np.ndarray) -> str:
+    """pgvector's text form; %.9g round-trips every float32 exactly."""
+    return "[" + ",".join(f"{x:.9g}" for x in np.asarray(v, dtype=np.float32).ravel()) + "]"
+
+
+def tsquery_sql(n: int) -> str:
+    """SQL for the OR of n terms, each a bound parameter taken as a phrase."""
+    return " || ".join([f"phraseto_tsquery('{_FTS}', %s)"] * n)
+
+
+class PostgresStore(Store):
+    def __init__(self, dsn: str, dim: int = 384, embedder_name: str = "") -> None:
+        self.dsn = dsn
+        self.dim = dim
+        self._lock = threading.RLock()
+        self._db: psycopg.Connection[Row] | None = None
+        self._closed = False
+        try:
+            self._migrate(embedder_name)
+        except psycopg.Error as exc:
+            self.close()
+            raise StoreError(f"cannot set up the deltamem schema in PostgreSQL: {exc}") from exc
+        except BaseException:
+            self.close()
+            raise
+
+    # --- connection and schema -------------------------------------------------
+    def _conn(self) -> psycopg.Connection[Row]:
+        if self._closed:
+            raise StoreError("the PostgreSQL store is closed")
+        if self._db is None or self._db.closed or self._db.broken:
+            try:
+                self._db = psycopg.connect(self.dsn, autocommit=True, row_factory=dict_row)
+                self._db.execute("SET TIME ZONE 'UTC'")
+            except psycopg.Error as exc:
+                raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
+        return self._db
+
+    @contextmanager
+    def _tx(self) -> Iterator[psycopg.Cursor[Row]]:
+        """One transaction, rolled back whole on any error."""
+        with self._lock:
+            conn = self._conn()
+            with conn.transaction(), conn.cursor() as cur:
+                yield cur
+
+    def _read(self, sql: str, params: Sequence[Any] | None = None) -> list[Row]:
+        """One statement outside any transaction; retried once on a fresh connection
+        if the old one was dropped (a read is safe to repeat)."""
+        with self._lock:
+            conn = self._conn()
+            try:
+                return conn.execute(sql, params).fetchall()
+            except psycopg.OperationalError:
+                if not conn.broken:
+                    raise
+            return self._conn().execute(sql, params).fetchall()
+
+    def _migrate(self, embedder_name: str) -> None:
+        scripts = sorted(
+            (
+                p
+                for p in resources.files("deltamem.store.migrations_pg").iterdir()
+                if p.name.endswith(".sql")
+            ),
+            key=lambda p: p.name,
+        )
+        with self._tx() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            cur.execute(
+                """CREATE TABLE IF NOT EXISTS schema_version (
+                       version    integer PRIMARY KEY,
+                       applied_at timestamptz NOT NULL DEFAULT now())"""
+            )
+            row = cur.execute("SELECT coalesce(max(version), 0) AS v FROM schema_version")
+            version = row.fetchone()["v"]  # type: ignore[index]
+            for script in scripts:
+                n = int(script.name.split("_", 1)[0])
+                if n > version:
+                    cur.execute(script.read_text())  # no parameters: a multi-statement script
+                    cur.execute("INSERT INTO schema_version (version) VALUES (%s)", (n,))
+            got = cur.execute("SELECT value FROM meta WHERE key='dim'").fetchone()
+            if got is None:
+                if not 0 < self.dim <= _MAX_DIM:
+                    raise StoreError(f"embedding dimension {self.dim} is out of range")
+                cur.execute(
+                    "INSERT INTO meta VALUES ('dim', %s), ('embedder', %s)",
+                    (str(self.dim), embedder_name),
+                )
+                cur.execute(
+                    f"ALTER TABLE memories ALTER COLUMN embedding TYPE vector({self.dim:d})"
+                )
+            elif int(got["value"]) != self.dim:
+                raise StoreError(
+                    f"this database holds {got['value']}-d embeddings but the embedder gives "
+                    f"{self.dim}-d; use the embedder the store was created with or a new database"
+                )
+
+    # --- row mapping -----------------------------------------------------------
+    @staticmethod
+    def _memory(r: Row) -> MemoryItem:
+        return MemoryItem(
+            id=r["id"],
+            user_id=r["user_id"],
+            agent_id=r["agent_id"] or None,
+            content=r["content"],
+            timestamp=datetime.fromisoformat(r["timestamp"]),
+            memory_type=r["memory_type"] or None,
+            keywords=r["keywords"],
+            session_id=r["session_id"],
+            turns=r["turns"],
+            created_at=_utc(r["created_at"]),
+            updated_at=_utc(r["updated_at"]),
+            version=r["version"],
+        )
+
+    @staticmethod
+    def _session(r: Row) -> SessionRecord:
+        return SessionRecord(
+            user_id=r["user_id"],
+            agent_id=r["agent_id"] or None,
+            session_id=r["session_id"],
+            timestamp=datetime.fromisoformat(r["timestamp"]),
+            messages=[Message.model_validate(m) for m in json.loads(r["messages"])],
+            content_hash=r["content_hash"],
+            status=r["status"],
+            error=r["error"],
+            attempts=r["attempts"],
+            seq=r["seq"],
+        )
+
+    # --- session log -------------------------------------------------------------
+    def log_session(self, rec: SessionRecord) -> tuple[SessionRecord, bool]:
+        key = (rec.user_id, _agent(rec.agent_id), rec.session_id)
+        # Messages stay JSON text, not jsonb: jsonb refuses \u0000, which a message may hold.
+        messages = json.dumps([m.model_dump(mode="json") for m in rec.messages])
+        with self._tx() as cur:
+            # ON CONFLICT waits for a concurrent writer of the same session, then yields.
+            row = cur.execute(
+                """INSERT INTO sessions (user_id, agent_id, session_id, ts, timestamp, messages,
+                   content_hash, created_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s)
+                   ON CONFLICT (user_id, agent_id, session_id) DO NOTHING RETURNING seq""",
+                (
+                    *key,
+                    rec.timestamp.timestamp(),
+                    rec.timestamp.isoformat(),
+                    messages,
+                    rec.content_hash,
+                    utcnow(),
+                ),
+            ).fetchone()
+            if row is not None:
+                return rec.model_copy(update={"seq": row["seq"], "status": "pending"}), True
+            row = cur.execute(f"SELECT * FROM sessions WHERE {_SCOPE}", key).fetchone()
+            if row is None:  # removed by a concurrent reset between the two statements
+                raise StoreError(f"session {rec.session_id!r} changed while logging; retry")
+            if row["content_hash"] != rec.content_hash:
+                raise SessionConflict(
+                    f"session {rec.session_id!r} of user {rec.user_id!r} is already logged "
+                    "with different content; give the new session its own id"
+                )
+            return self._session(row), False
+
+    def get_session(
+        self, user_id: str, session_id: str, agent_id: str | None = None
+    ) -> SessionRecord | None:
+        rows = self._read(
+            f"SELECT * FROM sessions WHERE {_SCOPE}", (user_id, _agent(agent_id), session_id)
+        )
+        return self._session(rows[0]) if rows else None
+
+    def list_sessions(
+        self, user_id: str | None = None, status: SessionStatus | None = None
+    ) -> list[SessionRecord]:
+        where, params = ["TRUE"], []
+        if user_id is not None:
+            where.append("user_id=%s")
+            params.append(user_id)
+        if status is not None:
+            where.append("status=%s")
+            params.append(status)
+        sql = f"SELECT * FROM sessions WHERE {' AND '.join(where)} ORDER BY seq"
+        return [self._session(r) for r in self._read(sql, params)]
+
+    def mark_failed(self, user_id: str, session_id: str, agent_id: str | None, error: str) -> None:
+        with self._tx() as cur:
+            cur.execute(
+                f"""UPDATE sessions SET status='failed', error=%s, attempts=attempts+1
+                    WHERE {_SCOPE} AND status<>'applied'""",
+                (error[:2000], user_id, _agent(agent_id), session_id),
+            )
+
+    def session_operations(
+        self, user_id: str, session_id: str, agent_id: str | None = None
+    ) -> list[Operation]:
+        rows = self._read(
+            f"SELECT operations FROM sessions WHERE {_SCOPE}",
+            (user_id, _agent(agent_id), session_id),
+        )
+        if not rows or rows[0]["operations"] is None:
+            return []
+        return [Operation.model_validate(o) for o in rows[0]["operations"]]
+
+    # --- writes ------------------------------------------------------------------
+    def apply_session(
+        self, session: SessionRecord, writes: list[PlannedWrite], noops: list[Operation]
+    ) -> list[Operation]:
+        now = utcnow()
+        key = (session.user_id, _agent(session.agent_id), session.session_id)
+        applied: list[Operation] = []
+        with self._tx() as cur:
+            # The row lock makes a concurrent apply of the same session wait, then refuse.
+            state = cur.execute(
+                f"SELECT status FROM sessions WHERE {_SCOPE} FOR UPDATE", key
+            ).fetchone()
+            if state is None:
+                raise StoreError(f"session {session.session_id!r} is not in the log")
+            if state["status"] == "applied":
+                raise StoreError(f"session {session.session_id!r} is already applied")
+            for w in writes:
+                if w.embedding.shape != (self.dim,):
+                    raise StoreError(f"embedding of shape {w.embedding.shape}, expected {self.dim}")
+                if not np.isfinite(w.embedding).all():
+                    raise StoreError("embedding holds NaN or infinite values")
+                if w.op == "add":
+                    applied.append(self._insert(cur, session, w, now))
+                elif w.op == "update":
+                    applied.append(self._update(cur, session, w, now))
+                else:
+                    raise StoreError(f"cannot apply operation {w.op!r}")
+            ops = applied + noops
+            cur.execute(
+                f"""UPDATE sessions SET status='applied', error=NULL, operations=%s,
+                    applied_at=%s, attempts=attempts+1 WHERE {_SCOPE}""",
+                (Jsonb([o.model_dump(mode="json") for o in ops]), now, *key),
+            )
+        return ops
+
+    @staticmethod
+    def _log(cur: psycopg.Cursor[Row], *values: Any) -> None:
+        cur.execute(
+            """INSERT INTO history (memory_id, user_id, op, old_content, new_content, session_id,
+               actor, at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s)""",
+            values,
+        )
+
+    def _insert(
+        self, cur: psycopg.Cursor[Row], session: SessionRecord, w: PlannedWrite, now: datetime
+    ) -> Operation:
+        mid = uuid.uuid4().hex
+        cur.execute(
+            """INSERT INTO memories (id, user_id, agent_id, content, ts, timestamp, memory_type,
+               keywords, session_id, turns, created_at, updated_at, embedding)
+               VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::vector)""",
+            (
+                mid,
+                session.user_id,
+                _agent(session.agent_id),
+                w.content,
+                session.timestamp.timestamp(),
+                session.timestamp.isoformat(),
+                w.memory_type or "",
+                Jsonb(w.keywords),
+                session.session_id,
+                Jsonb(w.turns),
+                now,
+                now,
+                vector_literal(w.embedding),
+            ),
+        )
+        self._log(
+            cur, mid, session.user_id, "add", None, w.content, session.session_id, "manager", now
+        )
+        return Operation(
+            op="add", memory_id=mid, content=w.content, memory_type=w.memory_type, turns=w.turns
+        )
+
+    def _update(
+        self, cur: psycopg.Cursor[Row], session: SessionRecord, w: PlannedWrite, now: datetime
+    ) -> Operation:
+        row = cur.execute(
+            "SELECT content, memory_type FROM memories WHERE id=%s AND user_id=%s FOR UPDATE",
+            (w.memory_id, session.user_id),
+        ).fetchone()
+        if row is None:
+            raise UnknownMemory(f"update of unknown memory {w.memory_id!r}")
+        mtype = w.memory_type or row["memory_type"] or None
+        w.memory_type = mtype
+        cur.execute(
+            """UPDATE memories SET content=%s, ts=%s, timestamp=%s, memory_type=%s, keywords=%s,
+               session_id=%s, turns=%s, updated_at=%s, version=version+1, embedding=%s::vector
+               WHERE id=%s""",
+            (
+                w.content,
+                session.timestamp.timestamp(),
+                session.timestamp.isoformat(),
+                mtype or "",
+                Jsonb(w.keywords),
+                session.session_id,
+                Jsonb(w.turns),
+                now,
+                vector_literal(w.embedding),
+                w.memory_id,
+            ),
+        )
+        self._log(
+            cur,
+            w.memory_id,
+            session.user_id,
+            "update",
+            row["content"],
+            w.content,
+            session.session_id,
+            "manager",
+            now,
+        )
+        return Operation(
+            op="update",
+            memory_id=w.memory_id,
+            content=w.content,
+            old_content=row["content"],
+            memory_type=mtype,
+            turns=w.turns,
+        )
+
+    def delete(self, memory_id: str, actor: str = "api") -> bool:
+        with self._tx() as cur:
+            row = cur.execute(
+                "DELETE FROM memories WHERE id=%s RETURNING user_id, content", (memory_id,)
+            ).fetchone()
+            if row is None:
+                return False
+            self._log(
+                cur,
+                memory_id,
+                row["user_id"],
+                "delete",
+                row["content"],
+                None,
+                None,
+                actor,
+                utcnow(),
+            )
+            return True
+
+    def reset(self, user_id: str, agent_id: str | None = None, keep_log: bool = False) -> int:
+        scope, params = "user_id=%s", [user_id]
+        if agent_id is not None:
+            scope += " AND agent_id=%s"
+            params.append(agent_id)
+        with self._tx() as cur:
+            ids = [
+                r["id"]
+                for r in cur.execute(
+                    f"DELETE FROM memories WHERE {scope} RETURNING id", params
+                ).fetchall()
+            ]
+            if agent_id is None:
+                cur.execute("DELETE FROM history WHERE user_id=%s", (user_id,))
+            else:
+                cur.execute("DELETE FROM history WHERE memory_id = ANY(%s)", (ids,))
+            if keep_log:
+                cur.execute(
+                    f"""UPDATE sessions SET status='pending', operations=NULL, applied_at=NULL,
+                        error=NULL WHERE {scope}""",
+                    params,
+                )
+            else:
+                cur.execute(f"DELETE FROM sessions WHERE {scope}", params)
+            return len(ids)
+
+    # --- reads ---------------------------------------------------------------------
+    def get(self, memory_id: str) -> MemoryItem | None:
+        rows = self._read(f"SELECT {_MEMORY_COLS} FROM memories WHERE id=%s", (memory_id,))
+        return self._memory(rows[0]) if rows else None
+
+    def get_many(self, memory_ids: list[str]) -> list[MemoryItem]:
+        if not memory_ids:
+            return []
+        rows = self._read(
+            f"SELECT {_MEMORY_COLS} FROM memories WHERE id = ANY(%s)", (list(memory_ids),)
+        )
+        found = {r["id"]: self._memory(r) for r in rows}
+        return [found[i] for i in memory_ids if i in found]
+
+    @staticmethod
+    def _filter_sql(agent_id: str | None, filters: SearchFilters | None) -> tuple[str, list[Any]]:
+        parts: list[str] = []
+        params: list[Any] = []
+        if agent_id is not None:
+            parts.append("agent_id = %s")
+            params.append(agent_id)
+        if filters is not None:
+            if filters.since is not None:
+                parts.append("ts >= %s")
+                params.append(filters.since.timestamp())
+            if filters.until is not None:
+                parts.append("ts <= %s")
+                params.append(filters.until.timestamp())
+            if filters.memory_type is not None:
+                parts.append("memory_type = %s")
+                params.append(filters.memory_type)
+            if filters.session_id is not None:
+                parts.append("session_id = %s")
+                params.append(filters.session_id)
+        return "".join(" AND " + p for p in parts), params
+
+    @staticmethod
+    def _limit(n: int | None) -> int | None:
+        """SQLite's LIMIT: a negative one means none (LIMIT NULL here)."""
+        return None if n is None or n < 0 else int(n)
+
+    def list_memories(
+        self,
+        user_id: str,
+        agent_id: str | None = None,
+        filters: SearchFilters | None = None,
+        limit: int | None = None,
+    ) -> list[MemoryItem]:
+        extra, params = self._filter_sql(agent_id, filters)
+        rows = self._read(
+            f"""SELECT {_MEMORY_COLS} FROM memories WHERE user_id=%s{extra}
+                ORDER BY ts, seq LIMIT %s""",
+            [user_id, *params, self._limit(limit)],
+        )
+        return [self._memory(r) for r in rows]
+
+    def history(self, memory_id: str) -> list[HistoryEntry]:
+        rows = self._read("SELECT * FROM history WHERE memory_id=%s ORDER BY id", (memory_id,))
+        return [
+            HistoryEntry(
+                memory_id=r["memory_id"],
+                op=r["op"],
+                old_content=r["old_content"],
+                new_content=r["new_content"],
+                session_id=r["session_id"],
+                actor=r["actor"],
+                at=_utc(r["at"]),
+                user_id=r["user_id"],
+            )
+            for r in rows
+        ]
+
+    def session_memories(self, session_id: str, user_id: str | None = None) -> list[MemoryItem]:
+        """Each live memory the session added or updated, with the content that session
+        wrote (a later session may have changed it since)."""
+        sql = """SELECT memory_id, new_content FROM history WHERE session_id=%s
+                 AND op IN ('add','update')"""
+        params: list[Any] = [session_id]
+        if user_id is not None:
+            sql += " AND user_id=%s"
+            params.append(user_id)
+        written: dict[str, str] = {}
+        for r in self._read(sql + " ORDER BY id", params):
+            written[r["memory_id"]] = r["new_content"]  # the session's last word on it
+        return [
+            m.model_copy(update={"content": written[m.id]}) for m in self.get_many(list(written))
+        ]
+
+    def dense_search(
+        self,
+        user_id: str,
+        vector: np.ndarray,
+        k: int,
+        agent_id: str | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[tuple[str, float]]:
+        if k < 0:
+            raise StoreError(f"k must be >= 0, not {k}")
+        extra, params = self._filter_sql(agent_id, filters)
+        # Exact KNN over the scope's rows (btree on user_id), not an approximate index.
+        rows = self._read(
+            f"""SELECT id, embedding <=> %s::vector AS distance FROM memories
+                WHERE user_id=%s{extra} ORDER BY distance, seq LIMIT %s""",
+            [vector_literal(vector), user_id, *params, int(k)],
+        )
+        return [(r["id"], 1.0 - float(r["distance"])) for r in rows]
+
+    def keyword_search(
+        self,
+        user_id: str,
+        terms: list[str],
+        k: int,
+        agent_id: str | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[tuple[str, float]]:
+        if not terms:
+            return []
+        extra, params = self._filter_sql(agent_id, filters)
+        # ts_rank_cd is cover density, not BM25; normalisation 1 (by log of the length)
+        # favours short memories as BM25 does.
+        rows = self._read(
+            f"""SELECT id, ts_rank_cd(tsv, q.query, 1) AS rank
+                FROM memories, (SELECT {tsquery_sql(len(terms))} AS query) q
+                WHERE tsv @@ q.query AND user_id=%s{extra}
+                ORDER BY rank DESC, seq LIMIT %s""",
+            [*terms, user_id, *params, self._limit(k)],
+        )
+        return [(r["id"], float(r["rank"])) for r in rows]
+
+    def count(self, user_id: str, agent_id: str | None = None) -> int:
+        extra, params = self._filter_sql(agent_id, None)
+        rows = self._read(
+            f"SELECT count(*) AS n FROM memories WHERE user_id=%s{extra}", [user_id, *params]
+        )
+        return int(rows[0]["n"])
+
+    # --- call log ----------------------------------------------------------------
+    def log_call(self, rec: CallRecord) -> None:
+        with self._tx() as cur:
+            cur.execute(
+                """INSERT INTO llm_calls (at, model, purpose, prompt_tokens, completion_tokens,
+                   cached_tokens, seconds, ok, error) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)""",
+                (
+                    rec.at,
+                    rec.model,
+                    rec.purpose,
+                    rec.prompt_tokens,
+                    rec.completion_tokens,
+                    rec.cached_tokens,
+                    rec.seconds,
+                    bool(rec.ok),
+                    rec.error,
+                ),
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            if self._db is not None:
+                self._db.close()
+                self._db = None

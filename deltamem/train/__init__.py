@@ -1,0 +1,1 @@
+"""Training kit: the memory-state distance and reward (SPEC §5)."""

@@ -1,0 +1,173 @@
+"""A throwaway PostgreSQL (with pgvector) for tests, from the `pgserver` wheel.
+
+One server per test session, in a temp directory, stopped explicitly at the end:
+`pgserver` leaves the server running when its starter dies, and its bundled `pg_ctl`
+refuses root, so as root we stop it with `runuser -u pgserver -- pg_ctl -m fast stop`.
+
+Usage in a test module or conftest (tests/ is on sys.path under pytest):
+
+    from pg import fresh_schema, pg_server_fixture
+
+    _pg_server = pg_server_fixture()  # a session fixture named "pg_server"
+
+    @pytest.fixture
+    def dsn(pg_server):
+        with fresh_schema(pg_server) as d:  # a new schema, dropped after the test
+            yield d
+
+All such fixtures in one run share one server. Tests that use it are skipped when
+the `pgserver` wheel or psycopg is not installed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import subprocess
+import tempfile
+import uuid
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def _bin_dir() -> Path:
+    with warnings.catch_warnings():  # platformdirs warns that XDG_RUNTIME_DIR is unset
+        warnings.simplefilter("ignore")
+        from pgserver._commands import POSTGRES_BIN_PATH
+    return Path(POSTGRES_BIN_PATH)
+
+
+@dataclass
+class PgServer:
+    """A running server: `uri` for psycopg, `datadir` its cluster."""
+
+    uri: str
+    datadir: Path
+    root: Path
+    _stopped: bool = field(default=False, repr=False)
+
+    def connect(self, dsn: str | None = None) -> Any:
+        """An autocommit psycopg connection to the server (or to `dsn` on it)."""
+        import psycopg
+
+        return psycopg.connect(dsn or self.uri, autocommit=True)
+
+    def stop(self) -> None:
+        """Stop the server (fast shutdown) and remove its directory. Idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        pg_ctl = [str(_bin_dir() / "pg_ctl"), "-D", str(self.datadir), "-m", "fast", "-w", "stop"]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            pg_ctl = ["runuser", "-u", "pgserver", "--", *pg_ctl]
+        if (self.datadir / "postmaster.pid").exists():
+            subprocess.run(pg_ctl, check=False, capture_output=True, timeout=60)
+        # Removing the cluster takes seconds on this disk: let it finish in the background.
+        subprocess.Popen(
+            ["rm", "-rf", str(self.root)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    def fresh_schema(self) -> contextlib.AbstractContextManager[str]:
+        return fresh_schema(self)
+
+
+def start_server(root: Path | None = None) -> PgServer:
+    """Start a PostgreSQL server in a new temp directory; return it with `vector` created.
+
+    Works as root (pgserver runs the cluster as its `pgserver` system user). The
+    caller must call `.stop()`; an atexit hook stops it too, as a last resort.
+    """
+    import psycopg
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+
+    root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="deltamem-pg-"))
+    datadir = root / "data"
+    # cleanup_mode=None: pgserver's own atexit stop is skipped; we stop it ourselves.
+    srv = pgserver.get_server(datadir, cleanup_mode=None)
+    server = PgServer(uri=srv.get_uri(), datadir=datadir, root=root)
+    atexit.register(server.stop)
+    try:
+        with psycopg.connect(server.uri, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            # A test server holds nothing worth an fsync; the machine is shared.
+            for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+                conn.execute(f"ALTER SYSTEM SET {setting} = off")
+            conn.execute("SELECT pg_reload_conf()")
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+@contextlib.contextmanager
+def fresh_schema(server: PgServer) -> Iterator[str]:
+    """A DSN whose search_path is a new, empty schema (then public, for `vector`).
+    The schema is dropped, with everything in it, on exit."""
+    from psycopg.conninfo import make_conninfo
+
+    name = "t_" + uuid.uuid4().hex[:16]
+    with server.connect() as conn:
+        conn.execute(f"CREATE SCHEMA {name}")
+    try:
+        yield make_conninfo(server.uri, options=f"-c search_path={name},public")
+    finally:
+        with server.connect() as conn:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE pid <> pg_backend_pid() AND datname = current_database() "
+                "AND state LIKE 'idle in transaction%'"
+            )
+            conn.execute(f"DROP SCHEMA {name} CASCADE")
+
+
+_shared: dict[str, Any] = {"server": None, "users": 0}
+
+
+def acquire_server() -> PgServer:
+    """The process's shared test server, started on first use."""
+    if _shared["server"] is None:
+        _shared["server"] = start_server()
+    _shared["users"] += 1
+    return _shared["server"]
+
+
+def release_server() -> None:
+    """Stop the shared server once its last user is done."""
+    _shared["users"] -= 1
+    if _shared["users"] <= 0 and _shared["server"] is not None:
+        server, _shared["server"] = _shared["server"], None
+        server.stop()
+
+
+def pg_server_fixture(
+    name: str = "pg_server", scope: Any = "session"
+) -> Callable[..., Iterator[PgServer]]:
+    """Make a pytest fixture `name` giving the shared test server; bind it to any module
+    attribute (pytest registers it under `name`). Every such fixture in a run shares one
+    server, which stops when the last of them is torn down. Skips without pgserver."""
+
+    @pytest.fixture(scope=scope, name=name)
+    def _pg_server() -> Iterator[PgServer]:
+        pytest.importorskip("psycopg")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pytest.importorskip("pgserver")
+        server = acquire_server()
+        try:
+            yield server
+        finally:
+            release_server()
+
+    return _pg_server

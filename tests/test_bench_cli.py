@@ -1,0 +1,69 @@
+"""`deltamem bench` sub-app: argument handling and a full run with a scripted LLM."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fakes import ScriptedLLM
+from test_bench_halumem import FIX, scripted_reply
+from test_bench_judges import LOCOMO_FIX, judge_reply, locomo_answer
+from typer.testing import CliRunner
+
+import deltamem.llm
+from deltamem.bench.cli import app
+
+
+@pytest.fixture
+def scripted(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fake_make_llm(spec: str | None = None, **_: object) -> ScriptedLLM:
+        if spec == "judge":
+            return ScriptedLLM(default=judge_reply)
+        if spec == "loc":
+            return ScriptedLLM(default=locomo_answer)
+        return ScriptedLLM(default=scripted_reply)
+
+    monkeypatch.setattr(deltamem.llm, "make_llm", fake_make_llm)
+
+
+def test_halumem_command(tmp_path: Path, scripted: None) -> None:
+    out = tmp_path / "o"
+    args = [
+        "halumem",
+        str(FIX),
+        "--systems",
+        "deltamem,recent",
+        "--out",
+        str(out),
+        "--users",
+        "1",
+        "--judge",
+        "judge",
+    ]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    m = json.loads((out / "metrics.json").read_text())
+    assert set(m) == {"deltamem", "recent"}
+    assert m["deltamem"]["qa"]["correct"] is not None
+    assert m["deltamem"]["extraction"]["recall"] == pytest.approx(0.5)
+    res = CliRunner().invoke(app, [*args, "--resume"])
+    assert res.exit_code == 0, res.output
+
+
+def test_locomo_command(tmp_path: Path, scripted: None) -> None:
+    out = tmp_path / "l"
+    res = CliRunner().invoke(
+        app, ["locomo", str(LOCOMO_FIX), "--systems", "full", "--out", str(out), "--llm", "loc"]
+    )
+    assert res.exit_code == 0, res.output
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["full"]["judge"] is None and m["full"]["f1"] > 0
+
+
+def test_unknown_system_is_refused(tmp_path: Path, scripted: None) -> None:
+    res = CliRunner().invoke(
+        app, ["halumem", str(FIX), "--systems", "nope", "--out", str(tmp_path)]
+    )
+    assert res.exit_code != 0
+    assert "unknown system" in res.output

@@ -1,0 +1,407 @@
+"""The agentic manager: validation of its operations, the search-tool loop, chunking,
+what the prompt shows, provenance and duplicate handling. The LLM is scripted; the
+embedder and the store are real."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from fakes import T0, ScriptedLLM, add, ops, update
+
+from deltamem.embed import Embedder
+from deltamem.llm.base import ChatMessage
+from deltamem.manager import schema
+from deltamem.manager.agent import Manager, ManagerConfig, Plan
+from deltamem.manager.validate import Workspace, apply_ops
+from deltamem.store.base import PlannedWrite, Store
+from deltamem.types import MAX_MEMORY_CHARS, MemoryItem, Message, SessionRecord
+
+
+def mem_item(mid: str, content: str) -> MemoryItem:
+    return MemoryItem(
+        id=mid, user_id="u1", content=content, timestamp=T0, created_at=T0, updated_at=T0
+    )
+
+
+def workspace(*contents: str) -> tuple[Workspace, list[str]]:
+    """A workspace that was shown stored memories m1, m2, ... with these contents."""
+    ws = Workspace()
+    shorts = [ws.show(mem_item(f"id{i}", c)) for i, c in enumerate(contents, start=1)]
+    return ws, shorts
+
+
+def rec(
+    msgs: list[tuple[str, str]], sid: str = "s1", user_id: str = "u1", days: int = 0
+) -> SessionRecord:
+    return SessionRecord(
+        user_id=user_id,
+        session_id=sid,
+        timestamp=T0 + timedelta(days=days),
+        messages=[Message(role=r, content=c) for r, c in msgs],  # type: ignore[arg-type]
+        content_hash=f"h-{sid}",
+    )
+
+
+def seed(store: Store, embedder: Embedder, *contents: str, sid: str = "s0") -> list[str]:
+    """Store memories of u1 through a logged, applied session; returns their ids."""
+    r, _ = store.log_session(rec([("user", "seed")], sid=sid, days=-30))
+    vecs = embedder.embed(list(contents))
+    writes = [PlannedWrite("add", c, v) for c, v in zip(contents, vecs, strict=True)]
+    return [o.memory_id or "" for o in store.apply_session(r, writes, [])]
+
+
+def prompt_of(request: dict) -> str:
+    return request["messages"][-1]["content"]
+
+
+def manager(llm: ScriptedLLM, embedder: Embedder, store: Store, **cfg: int) -> Manager:
+    return Manager(llm, embedder, store, ManagerConfig(**cfg))
+
+
+# --- validation ---------------------------------------------------------------------
+def test_empty_content_refused() -> None:
+    ws, _ = workspace()
+    apply_ops(ws, [add("   "), {"op": "add", "type": "event"}])
+    assert ws.pending == []
+    assert [n.op for n in ws.noops] == ["none", "none"]
+    assert all("empty" in (n.note or "") for n in ws.noops)
+
+
+def test_oversized_content_refused() -> None:
+    ws, _ = workspace()
+    apply_ops(ws, [add("Alice " + "x" * MAX_MEMORY_CHARS)])
+    assert ws.pending == []
+    [n] = ws.noops
+    assert str(MAX_MEMORY_CHARS) in (n.note or "")
+    ws2, _ = workspace()
+    apply_ops(ws2, [add("A" * MAX_MEMORY_CHARS)])  # exactly at the limit is fine
+    assert len(ws2.pending) == 1
+
+
+def test_content_whitespace_is_collapsed() -> None:
+    ws, _ = workspace()
+    apply_ops(ws, [add("  Alice   likes\n tea. ")])
+    assert ws.pending[0].content == "Alice likes tea."
+
+
+def test_update_of_unknown_id_kept_as_add_with_note() -> None:
+    ws, _ = workspace("Alice lives in Rome.")
+    apply_ops(ws, [update("m7", "Alice lives in Oslo.")])
+    [p] = ws.pending
+    assert (p.op, p.memory_id, p.content) == ("add", None, "Alice lives in Oslo.")
+    [n] = ws.noops
+    assert "m7" in (n.note or "") and "kept as add" in (n.note or "")
+
+
+def test_restated_add_becomes_none() -> None:
+    ws, _ = workspace("Alice lives in Rome.")
+    apply_ops(ws, [add("alice lives in ROME")])  # same words, other case and punctuation
+    assert ws.pending == []
+    [n] = ws.noops
+    assert n.op == "none" and n.memory_id == "id1"
+    assert "restates" in (n.note or "")
+
+
+def test_restated_add_of_pending_add_becomes_none() -> None:
+    ws, _ = workspace()
+    apply_ops(ws, [add("Alice likes tea."), add("Alice likes tea!")])
+    assert [p.content for p in ws.pending] == ["Alice likes tea."]
+    assert [n.note for n in ws.noops] == ["add restates a known memory"]
+
+
+def test_update_identical_to_old_becomes_none() -> None:
+    ws, [m1] = workspace("Alice lives in Rome.")
+    apply_ops(ws, [update(m1, "Alice lives in Rome")])
+    assert ws.pending == []
+    [n] = ws.noops
+    assert n.memory_id == "id1" and n.note == "update repeats the memory"
+
+
+def test_update_of_shown_memory_is_planned() -> None:
+    ws, [_, m2] = workspace("Alice lives in Rome.", "Alice works at Brightloop.")
+    apply_ops(ws, [update(m2, "Alice works at Brightloop as a lead designer.", "event")])
+    [p] = ws.pending
+    assert (p.op, p.memory_id, p.memory_type) == ("update", "id2", "event")
+    assert p.base is not None and p.base.content == "Alice works at Brightloop."
+
+
+def test_update_of_pending_add_folds_into_the_add() -> None:
+    ws, _ = workspace()
+    apply_ops(ws, [add("Alice moved to Rome.", "event")])
+    apply_ops(ws, [update("n1", "Alice moved to Rome in May 2029.", "event")], chunk=1)
+    [p] = ws.pending
+    assert (p.op, p.content, p.memory_id) == ("add", "Alice moved to Rome in May 2029.", None)
+    assert ws.noops == []
+
+
+def test_repeated_updates_of_one_memory_fold() -> None:
+    ws, [m1] = workspace("Alice lives in Rome.")
+    apply_ops(
+        ws,
+        [update(m1, "Alice lives in Milan."), update(m1, "Alice lives in Milan with her sister.")],
+    )
+    [p] = ws.pending
+    assert (p.op, p.memory_id, p.content) == (
+        "update",
+        "id1",
+        "Alice lives in Milan with her sister.",
+    )
+
+
+def test_none_and_unknown_ops() -> None:
+    ws, [m1] = workspace("Alice lives in Rome.")
+    apply_ops(
+        ws, [{"op": "none", "id": m1}, {"op": "none", "id": "m9"}, {"op": "delete", "id": m1}]
+    )
+    assert ws.pending == []
+    assert [(n.op, n.memory_id) for n in ws.noops] == [("none", "id1")]
+
+
+def test_non_object_operations_are_skipped() -> None:
+    ws, _ = workspace()
+    apply_ops(ws, ["add Alice likes tea", 3, None, add("Alice likes tea.")])  # type: ignore[list-item]
+    assert [p.content for p in ws.pending] == ["Alice likes tea."]
+
+
+def test_unknown_type_is_dropped() -> None:
+    ws, _ = workspace()
+    apply_ops(ws, [add("Alice likes tea.", "hobby")])
+    assert ws.pending[0].memory_type is None
+
+
+# --- the search-tool loop ----------------------------------------------------------------
+def test_search_results_reach_the_second_call(embedder: Embedder, store: Store) -> None:
+    [dog] = seed(store, embedder, "Alice has a beagle named Rufus.")
+    llm = ScriptedLLM(
+        [{"search": ["Alice's dog"]}, ops(update("m1", "Alice has two beagles, Rufus and Max."))]
+    )
+    m = manager(llm, embedder, store, prefetch=0, search_rounds=1)
+    plan = m.plan(rec([("user", "We got a second beagle, Max, last week!")]))
+    assert len(llm.requests) == 2
+    first, second = llm.requests
+    assert first["schema"] == schema.SEARCH_OR_OPERATIONS
+    assert "Rufus" not in prompt_of(first)  # prefetch=0: nothing shown up front
+    assert second["schema"] == schema.OPERATIONS
+    msgs, n = second["messages"], len(first["messages"])
+    assert msgs[:n] == first["messages"]  # the conversation so far, then the tool exchange
+    assert len(msgs) == n + 2
+    assert msgs[n]["role"] == "assistant"
+    assert json.loads(msgs[n]["content"]) == {"search": ["Alice's dog"]}
+    assert msgs[n + 1]["role"] == "user"
+    assert "m1 | " in msgs[n + 1]["content"]
+    assert "Alice has a beagle named Rufus." in msgs[n + 1]["content"]
+    [w] = plan.writes
+    assert (w.op, w.memory_id, w.content) == (
+        "update",
+        dog,
+        "Alice has two beagles, Rufus and Max.",
+    )
+    assert plan.stats["search_queries"] == 1 and plan.stats["llm_calls"] == 2
+
+
+@pytest.mark.parametrize("rounds", [1, 2, 3])
+def test_search_rounds_are_bounded(embedder: Embedder, store: Store, rounds: int) -> None:
+    llm = ScriptedLLM(default={"search": ["anything"]})
+    m = manager(llm, embedder, store, search_rounds=rounds)
+    plan = m.plan(rec([("user", "I started learning the cello.")]))
+    assert len(llm.requests) == rounds + 1
+    assert [r["schema"] for r in llm.requests[1:]] == [schema.OPERATIONS] * rounds
+    assert plan.writes == []
+
+
+@pytest.mark.parametrize("search", [5, "dog", {"q": "dog"}, [], None])
+def test_search_reply_of_wrong_shape_ends_the_loop(
+    embedder: Embedder, store: Store, search: object
+) -> None:
+    llm = ScriptedLLM(default={"search": search})
+    plan = manager(llm, embedder, store, search_rounds=2).plan(
+        rec([("user", "I started learning the cello.")])
+    )
+    assert len(llm.requests) == 1
+    assert plan.writes == []
+
+
+def test_no_search_rounds_means_one_operations_call(embedder: Embedder, store: Store) -> None:
+    llm = ScriptedLLM([ops(add("Alice started learning the cello."))])
+    m = manager(llm, embedder, store, search_rounds=0)
+    plan = m.plan(rec([("user", "I started learning the cello.")]))
+    [req] = llm.requests
+    assert req["schema"] == schema.OPERATIONS
+    assert '{"search"' not in prompt_of(req)
+    assert [w.content for w in plan.writes] == ["Alice started learning the cello."]
+
+
+def test_operations_on_first_reply_skip_search(embedder: Embedder, store: Store) -> None:
+    llm = ScriptedLLM([ops(add("Alice started learning the cello."))])
+    m = manager(llm, embedder, store, search_rounds=2)
+    m.plan(rec([("user", "I started learning the cello.")]))
+    assert len(llm.requests) == 1
+
+
+def test_prefetched_memories_are_shown_with_short_ids(embedder: Embedder, store: Store) -> None:
+    [rome] = seed(store, embedder, "Alice lives in Rome.")
+    llm = ScriptedLLM([ops(update("m1", "Alice lives in Milan."))])
+    m = manager(llm, embedder, store, search_rounds=0)
+    plan = m.plan(rec([("user", "I moved from Rome to Milan.")], days=1))
+    assert "m1 | 2029-01-14 | Alice lives in Rome." in prompt_of(llm.requests[0])
+    [w] = plan.writes
+    assert (w.op, w.memory_id) == ("update", rome)
+
+
+def test_prefetch_sees_only_the_users_own_memories(embedder: Embedder, store: Store) -> None:
+    r, _ = store.log_session(rec([("user", "x")], sid="other", user_id="u2"))
+    v = embedder.embed(["Bob lives in Rome."])[0]
+    store.apply_session(r, [PlannedWrite("add", "Bob lives in Rome.", v)], [])
+    llm = ScriptedLLM([ops()])
+    manager(llm, embedder, store, search_rounds=0).plan(rec([("user", "I live in Rome.")]))
+    assert "Bob" not in prompt_of(llm.requests[0])
+
+
+# --- chunking -----------------------------------------------------------------------------
+def test_long_session_is_chunked_in_order(embedder: Embedder, store: Store) -> None:
+    topics = ["Rome", "violin", "marathon"]
+    turns = [("user", f"Topic {t}. " + " ".join(f"word{j}" for j in range(120))) for t in topics]
+
+    def reply(messages: list[ChatMessage]) -> dict:
+        n = len(llm.requests)
+        if n == 1:
+            return ops(add("Alice moved to Rome.", "event"))
+        if n == 2:
+            return ops(update("n1", "Alice moved to Rome in February 2029.", "event"))
+        return ops(add("Alice runs marathons."))
+
+    llm = ScriptedLLM(default=reply)
+    m = manager(llm, embedder, store, search_rounds=0, chunk_tokens=256)
+    plan = m.plan(rec(turns))
+    assert len(llm.requests) == 3
+    for i, (req, topic) in enumerate(zip(llm.requests, topics, strict=True)):
+        p = prompt_of(req)
+        assert f"[{i}] user: Topic {topic}." in p
+        assert all(f"Topic {t}." not in p for t in topics if t != topic)
+    # the second chunk is shown the first chunk's add as n1 and can change it
+    assert "n1 | this session | Alice moved to Rome." in prompt_of(llm.requests[1])
+    assert [(w.op, w.content) for w in plan.writes] == [
+        ("add", "Alice moved to Rome in February 2029."),
+        ("add", "Alice runs marathons."),
+    ]
+    assert plan.stats["chunks"] == 3
+
+
+def test_one_giant_message_is_split_across_chunks(embedder: Embedder, store: Store) -> None:
+    giant = " ".join(f"w{i:05d}" for i in range(2800))  # 19,600 characters
+    llm = ScriptedLLM(default=ops())
+    manager(llm, embedder, store, search_rounds=0).plan(rec([("user", giant)]))
+    assert len(llm.requests) >= 2
+    shown = []
+    for req in llm.requests:
+        conversation = prompt_of(req).split("Conversation")[1].split("Known memories")[0]
+        assert "[0] user: w" in conversation
+        shown += [w for w in conversation.split() if w.startswith("w0") or w.startswith("w1")]
+    assert shown == giant.split()  # every word once, in order
+
+
+def test_chunks_without_user_turns_make_no_call(embedder: Embedder, store: Store) -> None:
+    long_reply = " ".join(f"word{j}" for j in range(300))
+    turns = [("assistant", long_reply), ("user", "I play the cello.")]
+    llm = ScriptedLLM(default=ops())
+    m = manager(llm, embedder, store, search_rounds=0, chunk_tokens=256, assistant_words=400)
+    m.plan(rec(turns))
+    assert len(llm.requests) == 1
+    assert "I play the cello." in prompt_of(llm.requests[0])
+
+
+# --- the prompt ---------------------------------------------------------------------------
+def test_assistant_turns_shortened_user_turns_whole(embedder: Embedder, store: Store) -> None:
+    user_text = "I adopted a beagle. " + " ".join(f"userword{i}" for i in range(200)) + "."
+    assistant_text = "Congratulations on the puppy! " + " ".join(
+        f"assistantword{i}" for i in range(200)
+    )
+    llm = ScriptedLLM([ops()])
+    m = manager(llm, embedder, store, search_rounds=0, assistant_words=40)
+    m.plan(rec([("user", user_text), ("assistant", assistant_text)]))
+    p = prompt_of(llm.requests[0])
+    assert f"[0] user: {user_text}" in p
+    assert "[1] assistant: Congratulations on the puppy!" in p
+    assert "assistantword199" not in p
+    assert "assistantword50" not in p
+    assert "…" in p
+
+
+def test_static_system_prompt_first_and_identical(embedder: Embedder, store: Store) -> None:
+    llm = ScriptedLLM(default=ops())
+    m = manager(llm, embedder, store, search_rounds=0)
+    m.plan(rec([("user", "I live in Zanzibar.")], sid="a"))
+    m.plan(rec([("user", "My sister is called Mia and she is a nurse.")], sid="b", days=40))
+    first, second = (r["messages"] for r in llm.requests)
+    assert first[0]["role"] == "system"
+    assert first[0]["content"].strip()
+    # everything before the session's own prompt is the same static prefix (KV cache)
+    assert len(first) == len(second)
+    assert first[:-1] == second[:-1]
+    static = " ".join(msg["content"] for msg in first[:-1])
+    assert "Zanzibar" not in static and "13 February 2029" not in static
+    assert "Zanzibar" in first[-1]["content"] and "13 February 2029" in first[-1]["content"]
+    assert "Mia" in second[-1]["content"] and "25 March 2029" in second[-1]["content"]
+
+
+# --- provenance and duplicates -------------------------------------------------------
+def test_provenance_points_at_best_matching_user_turn(embedder: Embedder, store: Store) -> None:
+    turns = [
+        ("user", "I work as a nurse at a hospital in Boston."),
+        ("assistant", "That sounds demanding. Do you enjoy it? Tell me about your pets."),
+        ("user", "Yes! Also, last week I adopted a beagle puppy named Rufus."),
+        ("assistant", "A beagle puppy named Rufus, how lovely."),
+        ("user", "My favourite food is sushi, I eat it every Friday."),
+    ]
+    llm = ScriptedLLM(
+        [
+            ops(
+                add("Alice adopted a beagle puppy named Rufus in February 2029.", "event"),
+                add("Alice's favourite food is sushi.", "persona"),
+            )
+        ]
+    )
+    plan = manager(llm, embedder, store, search_rounds=0).plan(rec(turns))
+    by_content = {w.content: w.turns for w in plan.writes}
+    assert by_content["Alice adopted a beagle puppy named Rufus in February 2029."] == [2]
+    assert by_content["Alice's favourite food is sushi."] == [4]
+    assert all(w.keywords for w in plan.writes)
+
+
+def test_near_duplicate_adds_dropped(embedder: Embedder, store: Store) -> None:
+    llm = ScriptedLLM([ops(add("Alice likes green tea."), add("Alice really likes green tea."))])
+    plan = manager(llm, embedder, store, search_rounds=0).plan(rec([("user", "I like green tea.")]))
+    assert [w.content for w in plan.writes] == ["Alice likes green tea."]
+    assert [n.note for n in plan.noops] == ["duplicate add"]
+
+
+def test_add_restating_unshown_stored_memory_dropped(embedder: Embedder, store: Store) -> None:
+    [old] = seed(store, embedder, "The user adopted a beagle named Rufus.")
+    llm = ScriptedLLM([ops(add("The user adopted a beagle called Rufus."))])
+    plan = manager(llm, embedder, store, search_rounds=0, prefetch=0).plan(
+        rec([("user", "We adopted Rufus, a beagle.")])
+    )
+    assert plan.writes == []
+    [n] = plan.noops
+    assert n.memory_id == old and "restates" in (n.note or "")
+
+
+def test_distinct_adds_are_kept(embedder: Embedder, store: Store) -> None:
+    seed(store, embedder, "Alice lives in Rome.")
+    llm = ScriptedLLM([ops(add("Alice plays the cello."), add("Alice's sister Mia is a nurse."))])
+    plan = manager(llm, embedder, store, search_rounds=0).plan(
+        rec([("user", "I play the cello and my sister Mia is a nurse.")])
+    )
+    assert [w.op for w in plan.writes] == ["add", "add"]
+    assert all(w.embedding.shape == (embedder.dim,) for w in plan.writes)
+
+
+def test_session_without_user_turns_makes_no_call(embedder: Embedder, store: Store) -> None:
+    llm = ScriptedLLM()
+    plan = manager(llm, embedder, store).plan(
+        rec([("assistant", "Hello! How can I help?"), ("system", "Be nice.")])
+    )
+    assert llm.requests == []
+    assert isinstance(plan, Plan) and plan.writes == [] and plan.noops == []
