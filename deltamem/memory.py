@@ -174,7 +174,10 @@ class Memory:
         operations without calling the LLM.
         """
         record = self.log_session(
-            messages, user_id=user_id, session_id=session_id, timestamp=timestamp,
+            messages,
+            user_id=user_id,
+            session_id=session_id,
+            timestamp=timestamp,
             agent_id=agent_id,
         )
         # a user's sessions apply in order: finish earlier pending ones first
@@ -220,7 +223,9 @@ class Memory:
         if record.status == "applied":
             ops = self.store.session_operations(record.user_id, record.session_id, record.agent_id)
             return AddResult(
-                session_id=record.session_id, status="applied", operations=ops,
+                session_id=record.session_id,
+                status="applied",
+                operations=ops,
                 already_applied=True,
             )
         before = self.llm.usage.snapshot()
@@ -241,9 +246,7 @@ class Memory:
             "completion_tokens": used.completion_tokens,
             "llm_seconds": round(used.seconds, 3),
         }
-        return AddResult(
-            session_id=record.session_id, status="applied", operations=ops, cost=cost
-        )
+        return AddResult(session_id=record.session_id, status="applied", operations=ops, cost=cost)
 
     def process_pending(self, user_id: str | None = None) -> list[AddResult]:
         """Apply every logged session still pending, in log order (resume after a crash)."""
@@ -272,9 +275,7 @@ class Memory:
     ) -> list[SearchHit]:
         if isinstance(filters, dict):
             filters = SearchFilters.model_validate(filters)
-        return self.searcher.search(
-            query, user_id, limit=limit, agent_id=agent_id, filters=filters
-        )
+        return self.searcher.search(query, user_id, limit=limit, agent_id=agent_id, filters=filters)
 
     def answer(
         self,
@@ -331,4 +332,3 @@ class Memory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-

@@ -12,7 +12,12 @@ from deltamem.embed.base import Embedder, EmbedderError, l2_normalise
 
 class OpenAICompatEmbedder(Embedder):
     def __init__(
-        self, base_url: str, model: str, *, dim: int, api_key: str | None = None,
+        self,
+        base_url: str,
+        model: str,
+        *,
+        dim: int,
+        api_key: str | None = None,
         timeout: float = 60.0,
     ) -> None:
         self.name = model

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from deltamem.llm.jsonrepair import close_truncated
+
 ChatMessage = dict[str, str]
 
 
@@ -192,19 +194,20 @@ class LLM(ABC):
         temperature: float = 0.0,
     ) -> dict[str, Any]:
         last = ""
-        for _ in range(self.retries + 1):
+        for attempt in range(self.retries + 1):
             out = self._call(
                 messages,
                 schema=schema,
                 max_tokens=max_tokens,
-                temperature=temperature,
+                # a greedy retry would repeat the same reply: retries sample instead
+                temperature=temperature if attempt == 0 else max(temperature, 0.7),
                 purpose=purpose,
             )
             last = out.text
             try:
                 value = json.loads(out.text)
             except json.JSONDecodeError:
-                continue
+                value = close_truncated(out.text)  # cut off by max_tokens: keep what finished
             if isinstance(value, dict):
                 return value
         raise LLMOutputError(

@@ -1,10 +1,10 @@
 """From a short spec string (CLI flag, env var, config) to an LLM.
 
-    local                      the embedded default (Qwen2.5-Coder-1.5B, llama.cpp)
-    tiny                       SmolLM2-135M: exercises the engine, answers are useless
-    /path/to/model.gguf        any GGUF file through llama.cpp
-    http://host:port/v1#model  any OpenAI-compatible server (model after '#')
-    openai:gpt-4o-mini         api.openai.com with OPENAI_API_KEY
+local                      the embedded default (Qwen2.5-Coder-1.5B, llama.cpp)
+tiny                       SmolLM2-135M: exercises the engine, answers are useless
+/path/to/model.gguf        any GGUF file through llama.cpp
+http://host:port/v1#model  any OpenAI-compatible server (model after '#')
+openai:gpt-4o-mini         api.openai.com with OPENAI_API_KEY
 """
 
 from __future__ import annotations

@@ -37,13 +37,17 @@ from deltamem.timeparse import human_date
 from deltamem.types import Operation, SessionRecord
 
 NEAR_DUPLICATE = 0.96  # cosine above which an add is taken as restating a memory
+UNRELATED_UPDATE = 0.5  # cosine (old vs new sentence) below which an update is mis-aimed
 
 
 @dataclass
 class ManagerConfig:
     assistant_words: int = 40  # assistant turns are cut to about this many words
-    prefetch: int = 24  # memories pre-retrieved per chunk
-    search_rounds: int = 1  # search-tool rounds the agent may take per chunk
+    prefetch: int = 12  # memories pre-retrieved per chunk (a small model copies long lists)
+    # Search-tool rounds per chunk. Off by default: with the embedded 1.5B model a
+    # search round made it drop every operation (docs/benchmarks.md); pre-retrieval
+    # already shows the related memories. Stronger models can use 1-2.
+    search_rounds: int = 0
     search_hits: int = 6  # results per search round
     chunk_tokens: int = 4000  # most conversation tokens read in one call
     output_tokens: int = 1500
@@ -188,6 +192,7 @@ class Manager:
         if not ws.pending:
             return []
         vecs = self.embedder.embed([p.content for p in ws.pending])
+        self._retarget_unrelated_updates(ws, vecs)
         idx = list(user_vecs)
         turn_matrix = np.stack([user_vecs[i] for i in idx])
         writes: list[PlannedWrite] = []
@@ -212,6 +217,26 @@ class Manager:
             if p.op == "add":
                 kept.append(vec)
         return writes
+
+    def _retarget_unrelated_updates(self, ws: Workspace, vecs: np.ndarray) -> None:
+        """An update whose new sentence has nothing to do with the memory it overwrites
+        is a mis-aimed id (small models pick ids by position); writing it would erase
+        a true fact. Such an update becomes an add and the old memory stays."""
+        updates = [(i, p) for i, p in enumerate(ws.pending) if p.op == "update" and p.base]
+        if not updates:
+            return
+        olds = self.embedder.embed([p.base.content for _, p in updates])  # type: ignore[union-attr]
+        for (i, p), old in zip(updates, olds, strict=True):
+            if float(old @ vecs[i]) < UNRELATED_UPDATE:
+                ws.noops.append(
+                    Operation(
+                        op="none",
+                        memory_id=p.memory_id,
+                        content=p.content,
+                        note="update unrelated to its target; kept as add",
+                    )
+                )
+                p.op, p.memory_id, p.base = "add", None, None
 
     def _restates(
         self,

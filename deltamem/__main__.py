@@ -1,0 +1,3 @@
+from deltamem.cli.main import app
+
+app(prog_name="deltamem")

@@ -1,0 +1,364 @@
+"""`deltamem` command line: the library's calls, one command each, `--json` everywhere."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from deltamem.cli.sessions_file import SessionFileError, read_sessions
+from deltamem.memory import InvalidSession, Memory, SessionFailed
+from deltamem.store.base import SessionConflict
+from deltamem.types import MemoryItem, Operation, SearchFilters
+
+app = typer.Typer(
+    help="Long-term memory for LLM agents that stays right as facts change.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+
+class Options:
+    db: Path | None = None
+    llm: str | None = None
+    embedder: str | None = None
+
+
+OPTS = Options()
+JsonFlag = typer.Option(False, "--json", help="Print JSON instead of tables.")
+UserOpt = typer.Option(..., "--user", "-u", help="The user whose memory this is.")
+
+
+@app.callback()
+def main(
+    db: Path | None = typer.Option(
+        None, "--db", envvar="DELTAMEM_DB", help="SQLite file (default: user data dir)."
+    ),
+    llm: str | None = typer.Option(
+        None,
+        "--llm",
+        envvar="DELTAMEM_LLM",
+        help="local | tiny | PATH.gguf | http://host:port/v1#model | openai:MODEL",
+    ),
+    embedder: str | None = typer.Option(None, "--embedder", envvar="DELTAMEM_EMBEDDER"),
+) -> None:
+    OPTS.db, OPTS.llm, OPTS.embedder = db, llm, embedder
+
+
+def memory() -> Memory:
+    return Memory(OPTS.db, llm=OPTS.llm, embedder=OPTS.embedder)
+
+
+def emit_json(value: Any) -> None:
+    def plain(v: Any) -> Any:
+        if isinstance(v, BaseModel):
+            return v.model_dump(mode="json")
+        if isinstance(v, list):
+            return [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return v
+
+    sys.stdout.write(json.dumps(plain(value), ensure_ascii=False, indent=2) + "\n")
+
+
+def fail(message: str, code: int = 2) -> None:
+    err.print(f"[red]error:[/red] {message}")
+    raise typer.Exit(code)
+
+
+def memories_table(items: list[MemoryItem], title: str) -> Table:
+    table = Table(title=title, show_lines=False)
+    for col in ("id", "date", "type", "memory", "from (session:turns)", "v"):
+        table.add_column(col, overflow="fold")
+    for m in items:
+        turns = ",".join(str(t) for t in m.turns)
+        table.add_row(
+            m.id[:8],
+            m.timestamp.strftime("%Y-%m-%d"),
+            m.memory_type or "",
+            m.content,
+            f"{m.session_id}:{turns}",
+            str(m.version),
+        )
+    return table
+
+
+def ops_table(ops: list[Operation], title: str) -> Table:
+    table = Table(title=title)
+    for col in ("op", "id", "content", "note"):
+        table.add_column(col, overflow="fold")
+    for o in ops:
+        content = o.content or ""
+        if o.op == "update" and o.old_content:
+            content = f"{o.old_content}\n→ {content}"
+        table.add_row(o.op, (o.memory_id or "")[:8], content, o.note or "")
+    return table
+
+
+# --- write ----------------------------------------------------------------------------
+@app.command()
+def add(
+    file: Path = typer.Argument(..., help="JSON or JSONL file of sessions."),
+    user: str | None = typer.Option(None, "--user", "-u", help="User for sessions without one."),
+    as_json: bool = JsonFlag,
+) -> None:
+    """Ingest sessions. Every session is logged first, so an interrupted run resumes
+    where it stopped when started again (or with `deltamem resume`)."""
+    try:
+        inputs = read_sessions(file)
+    except SessionFileError as exc:
+        fail(str(exc))
+    mem = memory()
+    logged = []
+    for s in inputs:
+        uid = s.user_id or user
+        if not uid:
+            fail(f"{s.where}: no user_id in the session and no --user given")
+        try:
+            rec = mem.log_session(
+                s.messages,
+                user_id=uid,
+                session_id=s.session_id,
+                timestamp=s.timestamp,
+                agent_id=s.agent_id,
+            )
+        except (InvalidSession, SessionConflict) as exc:
+            fail(f"{s.where}: {exc} (nothing from this file was processed)")
+        logged.append(rec)
+    results, failures = [], 0
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        disable=as_json or not err.is_terminal,
+    )
+    with progress:
+        task = progress.add_task("ingesting", total=len(logged))
+        for rec in logged:
+            progress.update(task, description=f"session {rec.session_id}")
+            try:
+                res = mem.retry(rec.session_id, user_id=rec.user_id, agent_id=rec.agent_id)
+            except SessionFailed as exc:
+                failures += 1
+                err.print(f"[red]failed:[/red] {exc}")
+                results.append({"session_id": rec.session_id, "status": "failed"})
+            else:
+                results.append(res)
+                if not as_json:
+                    note = " (already applied)" if res.already_applied else ""
+                    out.print(ops_table(res.operations, f"session {res.session_id}{note}"))
+            progress.advance(task)
+    if as_json:
+        emit_json(results)
+    if failures:
+        raise typer.Exit(1)
+
+
+@app.command()
+def resume(user: str | None = typer.Option(None, "--user", "-u"), as_json: bool = JsonFlag) -> None:
+    """Process logged sessions that are still pending (after a crash or a queue)."""
+    results = memory().process_pending(user)
+    emit_json(results) if as_json else out.print(f"{len(results)} pending session(s) applied")
+
+
+@app.command()
+def retry(session_id: str, user: str = UserOpt, as_json: bool = JsonFlag) -> None:
+    """Process a failed (or pending) session again."""
+    try:
+        res = memory().retry(session_id, user_id=user)
+    except KeyError as exc:
+        fail(str(exc.args[0]))
+    except SessionFailed as exc:
+        fail(str(exc), 1)
+    emit_json(res) if as_json else out.print(ops_table(res.operations, f"session {session_id}"))
+
+
+@app.command()
+def replay(user: str = UserOpt, as_json: bool = JsonFlag) -> None:
+    """Rebuild a user's memory from the session log with the current manager."""
+    results = memory().replay(user)
+    if as_json:
+        emit_json(results)
+    else:
+        out.print(f"replayed {len(results)} session(s) for {user}")
+
+
+@app.command()
+def delete(memory_id: str) -> None:
+    """Delete one memory (recorded in its history)."""
+    if not memory().delete(memory_id):
+        fail(f"no memory {memory_id!r}", 1)
+    out.print(f"deleted {memory_id}")
+
+
+# --- read ------------------------------------------------------------------------------
+@app.command()
+def search(
+    query: str,
+    user: str = UserOpt,
+    limit: int = typer.Option(20, "--limit", "-k"),
+    as_json: bool = JsonFlag,
+) -> None:
+    """Hybrid (embedding + keyword) search over a user's memories."""
+    hits = memory().search(query, user_id=user, limit=limit)
+    if as_json:
+        emit_json(hits)
+    else:
+        out.print(memories_table([h.memory for h in hits], f"search: {query}"))
+
+
+@app.command()
+def answer(question: str, user: str = UserOpt, as_json: bool = JsonFlag) -> None:
+    """Answer a question from a user's memories with the LLM."""
+    reply = memory().answer(question, user_id=user)
+    emit_json(reply) if as_json else out.print(reply.text)
+
+
+@app.command()
+def memories(
+    user: str = UserOpt,
+    memory_type: str | None = typer.Option(None, "--type"),
+    since: str | None = typer.Option(None, "--since"),
+    until: str | None = typer.Option(None, "--until"),
+    session: str | None = typer.Option(None, "--session"),
+    as_json: bool = JsonFlag,
+) -> None:
+    """List a user's live memories with their provenance."""
+    try:
+        filters = SearchFilters.model_validate(
+            {"memory_type": memory_type, "since": since, "until": until, "session_id": session}
+        )
+    except ValueError as exc:
+        fail(str(exc))
+    items = memory().get_all(user_id=user, filters=filters)
+    emit_json(items) if as_json else out.print(memories_table(items, f"memories of {user}"))
+
+
+@app.command()
+def history(memory_id: str, as_json: bool = JsonFlag) -> None:
+    """Every version of one memory: add, updates, delete."""
+    rows = memory().history(memory_id)
+    if not rows:
+        fail(f"no history for {memory_id!r}", 1)
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table(title=f"history of {memory_id}")
+    for col in ("at", "op", "session", "by", "content"):
+        table.add_column(col, overflow="fold")
+    for h in rows:
+        table.add_row(
+            h.at.strftime("%Y-%m-%d %H:%M"),
+            h.op,
+            h.session_id or "",
+            h.actor,
+            h.new_content or h.old_content or "",
+        )
+    out.print(table)
+
+
+@app.command()
+def sessions(
+    user: str | None = typer.Option(None, "--user", "-u"),
+    status: str | None = typer.Option(None, "--status", help="pending | applied | failed"),
+    as_json: bool = JsonFlag,
+) -> None:
+    """The session log."""
+    rows = memory().store.list_sessions(user, status)  # type: ignore[arg-type]
+    if as_json:
+        emit_json([r.model_dump(mode="json", exclude={"messages"}) for r in rows])
+        return
+    table = Table(title="session log")
+    for col in ("seq", "user", "session", "date", "turns", "status", "error"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(
+            str(r.seq),
+            r.user_id,
+            r.session_id,
+            r.timestamp.strftime("%Y-%m-%d"),
+            str(len(r.messages)),
+            r.status,
+            r.error or "",
+        )
+    out.print(table)
+
+
+# --- set-up, demo, service, bench -----------------------------------------------------
+@app.command()
+def setup() -> None:
+    """Assemble and verify the embedded model, and load the embedder once."""
+    from deltamem.embed import make_embedder
+    from deltamem.llm import weights
+
+    path = weights.assemble()
+    err.print(f"model: {path} ({path.stat().st_size:,} bytes, sha256 verified on assembly)")
+    emb = make_embedder("local")
+    err.print(f"embedder: {emb.name} ({emb.dim}-d)")
+
+
+@app.command()
+def demo() -> None:
+    """Ingest the built-in sample conversation and show what memory makes of it."""
+    from deltamem.cli.demo import run_demo
+
+    run_demo(OPTS.db, OPTS.llm, out)
+
+
+@app.command()
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    keys: str | None = typer.Option(
+        None, "--keys", help="key1=tenantA,key2=tenantB or @file (else DELTAMEM_API_KEYS)"
+    ),
+) -> None:
+    """REST API with a background worker, on the embedded defaults."""
+    from deltamem.server import serve as run
+
+    run(
+        host=host,
+        port=port,
+        memory_path=OPTS.db,
+        llm_spec=OPTS.llm,
+        keys=keys,
+        embedder_spec=OPTS.embedder,
+    )
+
+
+@app.command()
+def mcp(
+    transport: str = typer.Option("stdio", help="stdio | streamable-http"),
+    host: str = "127.0.0.1",
+    port: int = 8001,
+    keys: str | None = typer.Option(None, "--keys"),
+) -> None:
+    """MCP server (stdio for desktop agents, or streamable HTTP)."""
+    from deltamem.server import serve_mcp
+
+    serve_mcp(
+        transport, OPTS.db, OPTS.llm, host=host, port=port, keys=keys, embedder_spec=OPTS.embedder
+    )
+
+
+def _mount_bench() -> None:
+    try:
+        from deltamem.bench.cli import app as bench_app
+    except ImportError:  # the bench extra (scipy) is not installed
+        return
+    app.add_typer(bench_app, name="bench", help="Benchmarks: HaluMem, LoCoMo.")
+
+
+_mount_bench()
