@@ -59,6 +59,17 @@ def default_path() -> Path:
     return Path(home) / "memory.db"
 
 
+def open_store(path: str | Path | None, embedder: Embedder) -> Store:
+    """A SQLite file by default; a postgresql:// URL opens the PostgreSQL store."""
+    if isinstance(path, str) and path.startswith(("postgresql://", "postgres://")):
+        from deltamem.store.postgres import PostgresStore
+
+        return PostgresStore(path, dim=embedder.dim, embedder_name=embedder.name)
+    from deltamem.store.sqlite import SQLiteStore
+
+    return SQLiteStore(path or default_path(), dim=embedder.dim, embedder_name=embedder.name)
+
+
 def parse_messages(messages: Any) -> list[Message]:
     """Validate raw messages into Message objects, or raise InvalidSession naming the fault."""
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
@@ -129,11 +140,7 @@ class Memory:
     ) -> None:
         self.embedder = embedder if isinstance(embedder, Embedder) else make_embedder(embedder)
         if store is None:
-            from deltamem.store.sqlite import SQLiteStore
-
-            store = SQLiteStore(
-                path or default_path(), dim=self.embedder.dim, embedder_name=self.embedder.name
-            )
+            store = open_store(path, self.embedder)
         self.store = store
         self.config = config or ManagerConfig()
         self._llm_spec = llm

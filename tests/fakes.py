@@ -33,7 +33,14 @@ class ScriptedLLM(LLM):
         self.replies.extend(replies)
 
     def _chat(self, messages, *, schema, max_tokens, temperature, timeout) -> Completion:
-        self.requests.append({"messages": messages, "schema": schema})
+        self.requests.append(
+            {
+                "messages": messages,
+                "schema": schema,
+                "temperature": temperature,
+                "max_tokens": max_tokens,
+            }
+        )
         if self.replies:
             reply = self.replies.pop(0)
         elif self.default is not None:

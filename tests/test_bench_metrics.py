@@ -8,7 +8,7 @@ import pytest
 
 from deltamem.bench.metrics import halumem as hm
 from deltamem.bench.metrics import locomo as lm
-from deltamem.bench.metrics.porter import stem
+from deltamem.porter import stem
 
 # --- Porter -------------------------------------------------------------------------
 

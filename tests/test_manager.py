@@ -14,6 +14,7 @@ from deltamem.embed import Embedder
 from deltamem.llm.base import ChatMessage
 from deltamem.manager import schema
 from deltamem.manager.agent import Manager, ManagerConfig, Plan
+from deltamem.manager.atomise import split_facts
 from deltamem.manager.validate import Workspace, apply_ops
 from deltamem.store.base import PlannedWrite, Store
 from deltamem.types import MAX_MEMORY_CHARS, MemoryItem, Message, SessionRecord
@@ -405,3 +406,91 @@ def test_session_without_user_turns_makes_no_call(embedder: Embedder, store: Sto
     )
     assert llm.requests == []
     assert isinstance(plan, Plan) and plan.writes == [] and plan.noops == []
+
+
+# --- splitting packed facts -------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("content", "facts"),
+    [
+        pytest.param(
+            "Sarah Lee is 39. She lives in Miami. He has a PhD in biology.",
+            ["Sarah Lee is 39.", "Sarah Lee lives in Miami.", "Sarah Lee has a PhD in biology."],
+            id="pronoun-to-subject",
+        ),
+        pytest.param(
+            "Tom Baker moved to Oslo. His sister Mia is a nurse there.",
+            ["Tom Baker moved to Oslo.", "Tom Baker's sister Mia is a nurse there."],
+            id="possessive",
+        ),
+        pytest.param(
+            "The user adopted a beagle. He named it Rufus. Her vet is in Leeds.",
+            [
+                "The user adopted a beagle.",
+                "The user named it Rufus.",
+                "The user's vet is in Leeds.",
+            ],
+            id="the-user",
+        ),
+        pytest.param(
+            "Priya Raman works at Fernhill Labs. Since June. She likes green tea.",
+            ["Priya Raman works at Fernhill Labs. Since June.", "Priya Raman likes green tea."],
+            id="fragment-glued-back",
+        ),
+        pytest.param("Alice lives in St. Louis.", ["Alice lives in St. Louis."], id="abbreviation"),
+        pytest.param(
+            "Alice moved to Rome in May 2029 with her sister.",
+            ["Alice moved to Rome in May 2029 with her sister."],
+            id="single-sentence",
+        ),
+        pytest.param(
+            "In March 2029 Tom moved to Oslo. He likes the fjords.",
+            ["In March 2029 Tom moved to Oslo.", "He likes the fjords."],
+            id="no-name-no-substitution",
+        ),
+        pytest.param(
+            "Tom Baker's cat Miso is grey. She sleeps all day long.",
+            ["Tom Baker's cat Miso is grey.", "She sleeps all day long."],
+            id="possessive-subject-not-substituted",
+        ),
+    ],
+)
+def test_split_facts(content: str, facts: list[str]) -> None:
+    assert split_facts(content) == facts
+
+
+def test_packed_add_becomes_separate_pending_adds() -> None:
+    ws, _ = workspace()
+    apply_ops(ws, [add("Sarah Lee is 39. She lives in Miami.")])
+    assert [p.content for p in ws.pending] == ["Sarah Lee is 39.", "Sarah Lee lives in Miami."]
+
+
+# --- mis-aimed updates ------------------------------------------------------------------
+def test_unrelated_update_becomes_add_and_target_is_kept(embedder: Embedder, store: Store) -> None:
+    [cat] = seed(store, embedder, "Priya Raman has a cat, Miso.")
+    job = "Priya Raman now works as an engineer at Fernhill Labs."
+    llm = ScriptedLLM([ops(update("m1", job))])
+    m = manager(llm, embedder, store, search_rounds=0)
+    r = rec([("user", "I'm an engineer at Fernhill Labs now. Miso is fine.")], sid="s1", days=1)
+    store.log_session(r)
+    plan = m.plan(r)
+    assert [(w.op, w.memory_id, w.content) for w in plan.writes] == [("add", None, job)]
+    [note] = [n for n in plan.noops if n.note]
+    assert (note.op, note.memory_id, note.content) == ("none", cat, job)
+    assert note.note == "update unrelated to its target; kept as add"
+    store.apply_session(r, plan.writes, plan.noops)
+    assert store.get(cat) is not None and store.get(cat).content == "Priya Raman has a cat, Miso."  # type: ignore[union-attr]
+    assert [h.op for h in store.history(cat)] == ["add"]
+
+
+def test_related_update_is_applied(embedder: Embedder, store: Store) -> None:
+    [home] = seed(store, embedder, "Priya Raman lives in Leeds.")
+    moved = "Priya Raman moved from Leeds to Manchester in June 2029."
+    llm = ScriptedLLM([ops(update("m1", moved))])
+    r = rec([("user", "Last week I moved from Leeds to Manchester.")], sid="s1", days=1)
+    store.log_session(r)
+    plan = manager(llm, embedder, store, search_rounds=0).plan(r)
+    assert [(w.op, w.memory_id) for w in plan.writes] == [("update", home)]
+    assert not any(n.note and "unrelated" in n.note for n in plan.noops)
+    store.apply_session(r, plan.writes, plan.noops)
+    assert store.get(home).content == moved  # type: ignore[union-attr]
+    assert [h.op for h in store.history(home)] == ["add", "update"]

@@ -577,3 +577,16 @@ def test_timestamps_are_timezone_aware(store: Store) -> None:
     assert mem.created_at <= datetime.now(UTC)
     h = store.history(a.memory_id or "")[0]
     assert h.at.tzinfo is not None
+
+
+def test_keyword_search_with_terms_sharing_a_stem(store: Store) -> None:
+    """'film' and 'films' stem alike; the query must still run and match."""
+    from fakes import session as make_session
+    from fakes import unit
+
+    from deltamem.store.base import PlannedWrite
+
+    rec, _ = store.log_session(make_session("s1", "u"))
+    store.apply_session(rec, [PlannedWrite("add", "Ana loves old films.", unit(1.0))], [])
+    hits = store.keyword_search("u", ["film", "films", "loves"], 5)
+    assert [store.get(mid).content for mid, _ in hits] == ["Ana loves old films."]  # type: ignore[union-attr]

@@ -21,7 +21,7 @@ QUESTIONS = [
 ]
 
 
-def run_demo(db: Path | None, llm: str | None, out: Console) -> None:
+def run_demo(db: str | Path | None, llm: str | None, out: Console) -> None:
     sessions = json.loads(SAMPLE.read_text(encoding="utf-8"))
     path = db or Path(tempfile.mkdtemp(prefix="deltamem-demo-")) / "demo.db"
     out.rule("deltamem demo")

@@ -10,12 +10,14 @@ from typing import Any
 import typer
 from pydantic import BaseModel
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from deltamem.cli.sessions_file import SessionFileError, read_sessions
-from deltamem.memory import InvalidSession, Memory, SessionFailed
+from deltamem.cli.sessions_file import SessionFileError, SessionInput, read_sessions
+from deltamem.memory import InvalidSession, Memory, SessionFailed, parse_messages, session_hash
 from deltamem.store.base import SessionConflict
+from deltamem.timeparse import parse_time
 from deltamem.types import MemoryItem, Operation, SearchFilters
 
 app = typer.Typer(
@@ -28,7 +30,7 @@ err = Console(stderr=True)
 
 
 class Options:
-    db: Path | None = None
+    db: str | None = None
     llm: str | None = None
     embedder: str | None = None
 
@@ -40,8 +42,11 @@ UserOpt = typer.Option(..., "--user", "-u", help="The user whose memory this is.
 
 @app.callback()
 def main(
-    db: Path | None = typer.Option(
-        None, "--db", envvar="DELTAMEM_DB", help="SQLite file (default: user data dir)."
+    db: str | None = typer.Option(
+        None,
+        "--db",
+        envvar="DELTAMEM_DB",
+        help="SQLite file (default: user data dir) or a postgresql:// URL.",
     ),
     llm: str | None = typer.Option(
         None,
@@ -72,7 +77,8 @@ def emit_json(value: Any) -> None:
 
 
 def fail(message: str, code: int = 2) -> None:
-    err.print(f"[red]error:[/red] {message}")
+    # messages carry user text (ids, paths): never read as markup, never hard-wrapped
+    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -86,8 +92,8 @@ def memories_table(items: list[MemoryItem], title: str) -> Table:
             m.id[:8],
             m.timestamp.strftime("%Y-%m-%d"),
             m.memory_type or "",
-            m.content,
-            f"{m.session_id}:{turns}",
+            escape(m.content),
+            escape(f"{m.session_id}:{turns}"),
             str(m.version),
         )
     return table
@@ -101,11 +107,23 @@ def ops_table(ops: list[Operation], title: str) -> Table:
         content = o.content or ""
         if o.op == "update" and o.old_content:
             content = f"{o.old_content}\n→ {content}"
-        table.add_row(o.op, (o.memory_id or "")[:8], content, o.note or "")
+        table.add_row(o.op, (o.memory_id or "")[:8], escape(content), escape(o.note or ""))
     return table
 
 
 # --- write ----------------------------------------------------------------------------
+def _content_hash(s: SessionInput, user_id: str) -> str:
+    """Validate a session as `Memory.log_session` does, without storing it; its hash."""
+    if not user_id.strip():
+        raise InvalidSession("user_id is required")
+    msgs = parse_messages(s.messages)
+    try:
+        ts = parse_time(s.timestamp) if s.timestamp is not None else None
+    except ValueError as exc:
+        raise InvalidSession(str(exc)) from exc
+    return session_hash(msgs, ts or next((m.timestamp for m in msgs if m.timestamp), None))
+
+
 @app.command()
 def add(
     file: Path = typer.Argument(..., help="JSON or JSONL file of sessions."),
@@ -118,7 +136,29 @@ def add(
         inputs = read_sessions(file)
     except SessionFileError as exc:
         fail(str(exc))
+    # every session of the file is checked before the first is logged: a bad one in the
+    # middle of a file must not leave the sessions before it logged
+    checked: list[tuple[SessionInput, str, str]] = []
+    for s in inputs:
+        uid = s.user_id or user
+        if not uid:
+            fail(f"{s.where}: no user_id in the session and no --user given")
+        try:
+            checked.append((s, uid, _content_hash(s, uid)))
+        except InvalidSession as exc:
+            fail(f"{s.where}: {exc} (nothing from this file was processed)")
     mem = memory()
+    first: dict[tuple[str, str | None, str], str] = {}
+    for s, uid, digest in checked:
+        sid = s.session_id or digest[:16]
+        prior = mem.store.get_session(uid, sid, s.agent_id)
+        if first.setdefault((uid, s.agent_id, sid), digest) != digest or (
+            prior is not None and prior.content_hash != digest
+        ):
+            fail(
+                f"{s.where}: session {sid!r} of user {uid!r} is already logged with different "
+                "content; give the new session its own id (nothing from this file was processed)"
+            )
     logged = []
     for s in inputs:
         uid = s.user_id or user
@@ -152,13 +192,13 @@ def add(
                 res = mem.retry(rec.session_id, user_id=rec.user_id, agent_id=rec.agent_id)
             except SessionFailed as exc:
                 failures += 1
-                err.print(f"[red]failed:[/red] {exc}")
+                err.print(f"[red]failed:[/red] {escape(str(exc))}", soft_wrap=True)
                 results.append({"session_id": rec.session_id, "status": "failed"})
             else:
                 results.append(res)
                 if not as_json:
                     note = " (already applied)" if res.already_applied else ""
-                    out.print(ops_table(res.operations, f"session {res.session_id}{note}"))
+                    out.print(ops_table(res.operations, escape(f"session {res.session_id}{note}")))
             progress.advance(task)
     if as_json:
         emit_json(results)
@@ -182,7 +222,9 @@ def retry(session_id: str, user: str = UserOpt, as_json: bool = JsonFlag) -> Non
         fail(str(exc.args[0]))
     except SessionFailed as exc:
         fail(str(exc), 1)
-    emit_json(res) if as_json else out.print(ops_table(res.operations, f"session {session_id}"))
+    emit_json(res) if as_json else out.print(
+        ops_table(res.operations, escape(f"session {session_id}"))
+    )
 
 
 @app.command()
@@ -200,7 +242,7 @@ def delete(memory_id: str) -> None:
     """Delete one memory (recorded in its history)."""
     if not memory().delete(memory_id):
         fail(f"no memory {memory_id!r}", 1)
-    out.print(f"deleted {memory_id}")
+    out.print(f"deleted {escape(memory_id)}")
 
 
 # --- read ------------------------------------------------------------------------------
@@ -216,14 +258,14 @@ def search(
     if as_json:
         emit_json(hits)
     else:
-        out.print(memories_table([h.memory for h in hits], f"search: {query}"))
+        out.print(memories_table([h.memory for h in hits], escape(f"search: {query}")))
 
 
 @app.command()
 def answer(question: str, user: str = UserOpt, as_json: bool = JsonFlag) -> None:
     """Answer a question from a user's memories with the LLM."""
     reply = memory().answer(question, user_id=user)
-    emit_json(reply) if as_json else out.print(reply.text)
+    emit_json(reply) if as_json else out.print(reply.text, markup=False)
 
 
 @app.command()
@@ -243,7 +285,7 @@ def memories(
     except ValueError as exc:
         fail(str(exc))
     items = memory().get_all(user_id=user, filters=filters)
-    emit_json(items) if as_json else out.print(memories_table(items, f"memories of {user}"))
+    emit_json(items) if as_json else out.print(memories_table(items, escape(f"memories of {user}")))
 
 
 @app.command()
@@ -255,16 +297,16 @@ def history(memory_id: str, as_json: bool = JsonFlag) -> None:
     if as_json:
         emit_json(rows)
         return
-    table = Table(title=f"history of {memory_id}")
+    table = Table(title=escape(f"history of {memory_id}"))
     for col in ("at", "op", "session", "by", "content"):
         table.add_column(col, overflow="fold")
     for h in rows:
         table.add_row(
             h.at.strftime("%Y-%m-%d %H:%M"),
             h.op,
-            h.session_id or "",
+            escape(h.session_id or ""),
             h.actor,
-            h.new_content or h.old_content or "",
+            escape(h.new_content or h.old_content or ""),
         )
     out.print(table)
 
@@ -286,12 +328,12 @@ def sessions(
     for r in rows:
         table.add_row(
             str(r.seq),
-            r.user_id,
-            r.session_id,
+            escape(r.user_id),
+            escape(r.session_id),
             r.timestamp.strftime("%Y-%m-%d"),
             str(len(r.messages)),
             r.status,
-            r.error or "",
+            escape(r.error or ""),
         )
     out.print(table)
 

@@ -63,6 +63,7 @@ def read_sessions(path: Path) -> list[SessionInput]:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise SessionFileError(f"{path}:{line}: not valid UTF-8 ({exc.reason})") from exc
+    text = text.removeprefix("\ufeff")  # a BOM (Windows editors) is not part of the JSON
     stripped = text.lstrip()
     if not stripped:
         raise SessionFileError(f"{path}: the file is empty")

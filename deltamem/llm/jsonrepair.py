@@ -34,7 +34,8 @@ def close_truncated(text: str) -> Any | None:
             if not stack:
                 return None
             stack.pop()
-            if not stack:
+            if not stack:  # the whole value is complete: what follows it is not JSON
+                cut = (i + 1, [])
                 break
             cut = (i + 1, list(stack))  # an element just closed: a safe place to stop
     if cut is None:

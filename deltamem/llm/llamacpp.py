@@ -57,9 +57,15 @@ class LlamaCppLLM(LLM):
         self._n_ctx = n_ctx
         self._evaluated = 0
         self._engine_lock = threading.Lock()
+        self._deadline: float | None = None
         original_eval = self._llama.eval
 
         def counting_eval(tokens: Any) -> None:
+            # eval runs in Python before each token is decoded, so raising here stops a
+            # call cleanly (a logits processor runs inside a ctypes callback, where
+            # llama-cpp-python swallows exceptions and generation goes on)
+            if self._deadline is not None and time.monotonic() > self._deadline:
+                raise _Deadline
             self._evaluated += len(tokens)
             original_eval(tokens)
 
@@ -81,31 +87,25 @@ class LlamaCppLLM(LLM):
         temperature: float,
         timeout: float,
     ) -> Completion:
-        deadline = time.monotonic() + timeout
-
-        def stop_at_deadline(_ids: Any, scores: Any) -> Any:
-            # called once per generated token; raising is the one way to stop early
-            if time.monotonic() > deadline:
-                raise _Deadline
-            return scores
-
         kwargs: dict[str, Any] = {}
         if schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": schema}
         with self._engine_lock:  # one llama context: calls must not interleave
             before = self._evaluated
+            self._deadline = time.monotonic() + timeout
             try:
                 out = self._llama.create_chat_completion(
                     messages=messages,  # type: ignore[arg-type]
                     max_tokens=max_tokens,
                     temperature=temperature,
-                    logits_processor=[stop_at_deadline],  # type: ignore[list-item]
                     **kwargs,
                 )
             except _Deadline:
-                raise LLMTimeout(f"{self.name}: generation exceeded {timeout:.0f}s") from None
+                raise LLMTimeout(f"{self.name}: generation exceeded {timeout:g}s") from None
             except ValueError as exc:  # e.g. prompt longer than the context
                 raise LLMError(f"llama.cpp refused the request: {exc}") from exc
+            finally:
+                self._deadline = None
             evaluated = self._evaluated - before
         usage = out["usage"]  # type: ignore[index]
         prompt, completion = usage["prompt_tokens"], usage["completion_tokens"]

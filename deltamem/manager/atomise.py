@@ -15,6 +15,12 @@ _PRONOUN = re.compile(r"^(She|He)\s+(?=\w)")
 _POSSESSIVE = re.compile(r"^(Her|His)\s+(?=\w)")
 _NAME = re.compile(r"^(The user|[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+){0,2})\b")
 MIN_WORDS = 4  # shorter pieces are fragments, not facts
+# capitalised openers that are not a person ("In March 2029 Tom moved ..."): no subject
+_NOT_NAMES = frozenset(
+    "A An The In On At After Before Since During When While Last Next This That These "
+    "Those It They We I My Our Their Its Her His She He Yesterday Today Tomorrow Then "
+    "Also And But Now Recently Every Each Both For From With As By If".split()
+)
 
 
 def split_facts(content: str) -> list[str]:
@@ -23,6 +29,11 @@ def split_facts(content: str) -> list[str]:
         return [content.strip()]
     m = _NAME.match(sentences[0])
     subject = m.group(1) if m else None
+    if subject is not None and (
+        (subject.split()[0] in _NOT_NAMES and subject != "The user")
+        or subject.endswith(("'s", "’s"))  # "Tom's sister ... She": whose "she" is unsure
+    ):
+        subject = None
     facts: list[str] = []
     for s in sentences:
         if subject is not None:

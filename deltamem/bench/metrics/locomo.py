@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from deltamem.bench.metrics.common import mean
-from deltamem.bench.metrics.porter import stem
+from deltamem.porter import stem
 
 _ARTICLES = re.compile(r"\b(a|an|the|and)\b")
 _PUNCT = str.maketrans("", "", string.punctuation)

@@ -33,9 +33,14 @@ CREATE TABLE memories (
     turns        TEXT NOT NULL DEFAULT '[]',
     created_at   TEXT NOT NULL,
     updated_at   TEXT NOT NULL,
-    version      INTEGER NOT NULL DEFAULT 1
+    version      INTEGER NOT NULL DEFAULT 1,
+    embedding    BLOB NOT NULL           -- float32, unit length
 );
 CREATE INDEX memories_scope ON memories (user_id, agent_id, ts);
+
+-- Bumped by every write to a user's bank, so that a process holding that user's
+-- vectors in memory can tell with one lookup whether they are still current.
+CREATE TABLE bank_versions (user_id TEXT PRIMARY KEY, version INTEGER NOT NULL);
 
 -- Every change to a memory, including application-made deletes.
 CREATE TABLE history (
@@ -53,6 +58,8 @@ CREATE INDEX history_memory ON history (memory_id, id);
 CREATE INDEX history_session ON history (user_id, session_id);
 
 CREATE VIRTUAL TABLE memories_fts USING fts5 (content, keywords, tokenize = 'porter unicode61');
+-- Document frequency per (stemmed) term, to leave out terms too common to rank cheaply.
+CREATE VIRTUAL TABLE memories_fts_vocab USING fts5vocab (memories_fts, 'row');
 
 -- Every LLM call: purpose, tokens, seconds (like `llm logs`).
 CREATE TABLE llm_calls (

@@ -1,0 +1,87 @@
+"""Per-user matrices of memory vectors, kept in process memory for exact search.
+
+A bank is loaded once and reused while its version is unchanged; the store bumps
+the version in the same transaction as every write, so a reader in any process
+sees a stale matrix only until its next query.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from deltamem.types import SearchFilters
+
+
+@dataclass
+class Bank:
+    version: int
+    ids: list[str]
+    matrix: np.ndarray  # (n, dim) float32, unit rows
+    agent: np.ndarray  # object arrays used for filter masks
+    mtype: np.ndarray
+    session: np.ndarray
+    ts: np.ndarray  # float64 epoch seconds
+
+    def search(
+        self,
+        vector: np.ndarray,
+        k: int,
+        agent_id: str | None,
+        filters: SearchFilters | None,
+    ) -> list[tuple[str, float]]:
+        if not self.ids or k <= 0:
+            return []
+        scores = self.matrix @ np.asarray(vector, dtype=np.float32)
+        mask = np.ones(len(self.ids), dtype=bool)
+        if agent_id is not None:
+            mask &= self.agent == agent_id
+        if filters is not None:
+            if filters.since is not None:
+                mask &= self.ts >= filters.since.timestamp()
+            if filters.until is not None:
+                mask &= self.ts <= filters.until.timestamp()
+            if filters.memory_type is not None:
+                mask &= self.mtype == filters.memory_type
+            if filters.session_id is not None:
+                mask &= self.session == filters.session_id
+        if not mask.all():
+            scores = np.where(mask, scores, -np.inf)
+        k = min(k, int(mask.sum()))
+        if k == 0:
+            return []
+        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(self.ids[i], float(scores[i])) for i in top]
+
+
+Loader = Callable[[str], Bank]
+
+
+class VectorCache:
+    def __init__(self, max_users: int = 64) -> None:
+        self.max_users = max_users
+        self._banks: OrderedDict[str, Bank] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, user_id: str, version: int, load: Loader) -> Bank:
+        with self._lock:
+            bank = self._banks.get(user_id)
+            if bank is not None and bank.version == version:
+                self._banks.move_to_end(user_id)
+                return bank
+        bank = load(user_id)
+        with self._lock:
+            self._banks[user_id] = bank
+            self._banks.move_to_end(user_id)
+            while len(self._banks) > self.max_users:
+                self._banks.popitem(last=False)
+        return bank
+
+    def clear(self) -> None:
+        with self._lock:
+            self._banks.clear()
