@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -145,6 +146,7 @@ class Memory:
         self.config = config or ManagerConfig()
         self._llm_spec = llm
         self._llm: LLM | None = llm if isinstance(llm, LLM) else None
+        self._llm_lock = threading.Lock()
         self._log_calls = log_calls
         if self._llm is not None and log_calls:
             self._llm.on_call(self.store.log_call)
@@ -154,10 +156,13 @@ class Memory:
     @property
     def llm(self) -> LLM:
         if self._llm is None:
-            spec = self._llm_spec if isinstance(self._llm_spec, str) else None
-            self._llm = make_llm(spec)
-            if self._log_calls:
-                self._llm.on_call(self.store.log_call)
+            with self._llm_lock:  # two threads' first calls must not load two models
+                if self._llm is None:
+                    spec = self._llm_spec if isinstance(self._llm_spec, str) else None
+                    llm = make_llm(spec)
+                    if self._log_calls:
+                        llm.on_call(self.store.log_call)
+                    self._llm = llm
         return self._llm
 
     @property

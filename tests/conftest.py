@@ -21,10 +21,21 @@ def _sqlite_store(tmp_path: Path, dim: int) -> Store:
     return SQLiteStore(tmp_path / "store.db", dim=dim, embedder_name="test")
 
 
+def _postgres_store(tmp_path: Path, dim: int) -> Store:
+    from pg import fresh_schema_dsn  # a new schema on the run's throwaway server (tests/pg.py)
+
+    from deltamem.store.postgres import PostgresStore
+
+    return PostgresStore(fresh_schema_dsn(), dim=dim, embedder_name="test")
+
+
 # Backend name -> factory(tmp_path, dim) returning an EMPTY store. A new backend
 # (e.g. "postgres") registers its factory here and adds its name to STORE_BACKENDS.
-STORE_FACTORIES: dict[str, Callable[[Path, int], Store]] = {"sqlite": _sqlite_store}
-STORE_BACKENDS = ["sqlite"]
+STORE_FACTORIES: dict[str, Callable[[Path, int], Store]] = {
+    "sqlite": _sqlite_store,
+    "postgres": _postgres_store,
+}
+STORE_BACKENDS = ["sqlite", "postgres"]
 
 
 @pytest.fixture(params=STORE_BACKENDS)

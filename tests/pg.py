@@ -15,8 +15,9 @@ Usage in a test module or conftest (tests/ is on sys.path under pytest):
         with fresh_schema(pg_server) as d:  # a new schema, dropped after the test
             yield d
 
-All such fixtures in one run share one server. Tests that use it are skipped when
-the `pgserver` wheel or psycopg is not installed.
+Where a fixture cannot be taken (a store factory), `fresh_schema_dsn()` gives a DSN
+on a new schema of the same server. All of these in one run share one server. Tests
+that use it are skipped when the `pgserver` wheel or psycopg is not installed.
 """
 
 from __future__ import annotations
@@ -111,17 +112,23 @@ def start_server(root: Path | None = None) -> PgServer:
     return server
 
 
-@contextlib.contextmanager
-def fresh_schema(server: PgServer) -> Iterator[str]:
-    """A DSN whose search_path is a new, empty schema (then public, for `vector`).
-    The schema is dropped, with everything in it, on exit."""
+def _new_schema(server: PgServer) -> tuple[str, str]:
+    """Create an empty schema; return its name and a DSN whose search_path puts it first
+    (then public, where `vector` lives)."""
     from psycopg.conninfo import make_conninfo
 
     name = "t_" + uuid.uuid4().hex[:16]
     with server.connect() as conn:
         conn.execute(f"CREATE SCHEMA {name}")
+    return name, make_conninfo(server.uri, options=f"-c search_path={name},public")
+
+
+@contextlib.contextmanager
+def fresh_schema(server: PgServer) -> Iterator[str]:
+    """A DSN on a new, empty schema, dropped with everything in it on exit."""
+    name, dsn = _new_schema(server)
     try:
-        yield make_conninfo(server.uri, options=f"-c search_path={name},public")
+        yield dsn
     finally:
         with server.connect() as conn:
             conn.execute(
@@ -135,12 +142,34 @@ def fresh_schema(server: PgServer) -> Iterator[str]:
 _shared: dict[str, Any] = {"server": None, "users": 0}
 
 
-def acquire_server() -> PgServer:
-    """The process's shared test server, started on first use."""
+def _skip_without_pgserver() -> None:
+    pytest.importorskip("psycopg")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pytest.importorskip("pgserver")
+
+
+def shared_server() -> PgServer:
+    """The process's shared test server, started on first use; stopped when the last
+    `pg_server_fixture` user is torn down, or else at exit."""
     if _shared["server"] is None:
         _shared["server"] = start_server()
-    _shared["users"] += 1
     return _shared["server"]
+
+
+def fresh_schema_dsn() -> str:
+    """A DSN on a new, empty schema of the shared server, for code that cannot take a
+    fixture (e.g. a store factory). The schema goes when the server's cluster is
+    removed at the end of the run. Skips the calling test without pgserver/psycopg."""
+    _skip_without_pgserver()
+    return _new_schema(shared_server())[1]
+
+
+def acquire_server() -> PgServer:
+    """The shared server, counted as in use until `release_server`."""
+    server = shared_server()
+    _shared["users"] += 1
+    return server
 
 
 def release_server() -> None:
@@ -160,10 +189,7 @@ def pg_server_fixture(
 
     @pytest.fixture(scope=scope, name=name)
     def _pg_server() -> Iterator[PgServer]:
-        pytest.importorskip("psycopg")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            pytest.importorskip("pgserver")
+        _skip_without_pgserver()
         server = acquire_server()
         try:
             yield server

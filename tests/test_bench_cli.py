@@ -59,6 +59,7 @@ def test_locomo_command(tmp_path: Path, scripted: None) -> None:
     assert res.exit_code == 0, res.output
     m = json.loads((out / "metrics.json").read_text())
     assert m["full"]["judge"] is None and m["full"]["f1"] > 0
+    assert "by category" in (out / "report.html").read_text()
 
 
 def test_unknown_system_is_refused(tmp_path: Path, scripted: None) -> None:

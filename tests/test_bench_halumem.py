@@ -109,6 +109,10 @@ def test_end_to_end_judge_free(tmp_path: Path, embedder: Embedder) -> None:
     assert m["retrieval"]["cost"]["llm_calls_per_session"] == 0
     assert m["retrieval"]["extraction"]["state_f1"] < 0.5  # raw turns are not facts
     assert m["deltamem"]["retrieval"]["update_hit_at_10"] == 1.0
+    assert cost["qpm"] == 0.0  # no search rounds: no write-path queries
+    assert m["retrieval"]["cost"]["qpm"] == 0.0
+    page = (out / "report.html").read_text()
+    assert "<svg" in page and "retrieval" in page
 
 
 def test_limits_users_and_sessions(tmp_path: Path, embedder: Embedder) -> None:

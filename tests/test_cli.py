@@ -8,6 +8,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,15 @@ def live(db: Path, uid: str = "ana") -> list[dict[str, Any]]:
     return cli_json(db, "memories", "--user", uid)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_thread() -> Iterator[None]:
+    """One llama.cpp thread: on a shared 2-core machine two threads that spin-wait on
+    each other can slow decoding a hundredfold."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DELTAMEM_THREADS", "1")
+        yield
+
+
 # --- a bank built once with the real model ----------------------------------------------
 @pytest.fixture(scope="module")
 def bank(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
@@ -112,7 +122,7 @@ def test_add_again_is_idempotent(bank: tuple[Path, list[dict[str, Any]]], tmp_pa
 
 
 def test_memories_search_history(bank: tuple[Path, list[dict[str, Any]]]) -> None:
-    db, results = bank
+    db, _ = bank
     items = live(db)
     assert items and all(m["user_id"] == "ana" and m["session_id"] in ("a1", "a2") for m in items)
     assert cli_json(db, "memories", "--user", "nobody") == []
@@ -124,7 +134,7 @@ def test_memories_search_history(bank: tuple[Path, list[dict[str, Any]]]) -> Non
     target = items[0]
     hits = cli_json(db, "search", target["content"], "--user", "ana", "-k", "3")
     assert 1 <= len(hits) <= 3
-    assert hits[0]["memory"]["id"] == target["id"]  # its own sentence finds it first
+    assert hits[0]["memory"]["content"] == target["content"]  # its own sentence comes first
     assert cli_json(db, "search", target["content"], "--user", "nobody") == []
 
     rows = cli_json(db, "history", target["id"])
@@ -352,8 +362,7 @@ def test_python_m_deltamem_reads_without_loading_the_model(
 ) -> None:
     db, _ = bank
     proc = subprocess.run(
-        [sys.executable, "-m", "deltamem", "--db", str(db), "--llm", "no-such-model", "sessions"]
-        + ["--json"],
+        [sys.executable, "-m", "deltamem", "--db", str(db), "--llm", "nope", "sessions", "--json"],
         capture_output=True,
         text=True,
         cwd=ROOT,

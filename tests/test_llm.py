@@ -212,7 +212,7 @@ STORY = [{"role": "user", "content": "Write a very long story about a lighthouse
 def test_llamacpp_timeout_then_normal_answer() -> None:
     from deltamem.llm.llamacpp import LlamaCppLLM
 
-    llm = LlamaCppLLM(weights.tiny_model_path(), n_ctx=2048, timeout=0.01)
+    llm = LlamaCppLLM(weights.tiny_model_path(), n_ctx=2048, n_threads=1, timeout=0.01)
     t0 = time.perf_counter()
     with pytest.raises(LLMTimeout, match=r"exceeded 0\.01s"):
         llm.complete(STORY, purpose="t", max_tokens=2000)

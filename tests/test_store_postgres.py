@@ -201,6 +201,11 @@ def test_keyword_query_is_built_from_bound_parameters(
     # a multi-word term is a phrase
     assert [i for i, _ in s.keyword_search("u1", ["her sister"], 5)] == [op.memory_id]
     assert s.keyword_search("u1", ["sister her"], 5) == []
+    # diacritics are folded on both sides, as FTS5's unicode61 does
+    rec, _ = s.log_session(session("s2"))
+    [cafe] = s.apply_session(rec, [add("Alice met Zoë at the café.", vec(rng))], [])
+    for term in ("cafe", "café", "zoe", "ZOË"):
+        assert [i for i, _ in s.keyword_search("u1", [term], 5)] == [cafe.memory_id]
 
 
 def test_reconnects_after_the_connection_drops(
@@ -269,8 +274,10 @@ def test_same_answers_as_the_sqlite_store(
                     [mid] = [m.id for m in store.list_memories(user) if m.content == victim]
                     assert store.delete(mid)
 
-        def view(store: Store) -> dict[str, object]:
-            out: dict[str, object] = {}
+        scores: dict[tuple[str, int], list[float]] = {}
+
+        def view(store: Store) -> dict[object, object]:
+            out: dict[object, object] = {}
             content = {m.id: m.content for u in live for m in store.list_memories(u)}
             for u in live:
                 mems = store.list_memories(u)
@@ -284,9 +291,10 @@ def test_same_answers_as_the_sqlite_store(
                 ]
                 out[u, "bot"] = [m.content for m in store.list_memories(u, "bot", limit=3)]
                 out[u, "count"] = (store.count(u), store.count(u, "bot"))
-                for i, q in enumerate(np.random.default_rng(6).standard_normal((4, DIM))):
-                    hits = store.dense_search(u, q.astype(np.float32), 5)
-                    out[u, "dense", i] = [(content[h], round(s, 4)) for h, s in hits]
+                for i in range(4):  # unit queries: SQLite scores by dot product on unit rows
+                    hits = store.dense_search(u, vec(np.random.default_rng(i)), 5)
+                    out[u, "dense", i] = [content[h] for h, _ in hits]
+                    scores[u, i] = [s for _, s in hits]
                 for w in words[:6]:
                     out[u, "kw", w] = sorted(
                         content[h] for h, _ in store.keyword_search(u, [w], 50)
@@ -297,7 +305,9 @@ def test_same_answers_as_the_sqlite_store(
             return out
 
         before = view(pg)
+        pg_scores = dict(scores)
         assert before == view(lite)
+        assert all(pg_scores[key] == pytest.approx(s, abs=1e-5) for key, s in scores.items())
         hist = [h for u in live for hs in before[u, "hist"] for h in hs]  # type: ignore[attr-defined]
         assert {"add", "update"} <= {h[0] for h in hist}
         assert pg.reset("u1", agent_id="bot") == lite.reset("u1", agent_id="bot")

@@ -3,8 +3,11 @@
     deltamem bench halumem DATA.jsonl --systems deltamem,retrieval --out runs/h1
     deltamem bench locomo locomo10.json --systems deltamem --out runs/l1
 
+    deltamem bench report runs/h1
+    deltamem bench agreement --judge local --labels bench/labels
+
 Results are logged item by item to OUT/results.jsonl (resumable with --resume);
-metrics land in OUT/metrics.json.
+metrics land in OUT/metrics.json and tables and charts in OUT/report.html.
 """
 
 from __future__ import annotations
@@ -147,3 +150,82 @@ def locomo(
         )
         metrics = run_locomo(run, llm=model, embedder=emb, judge=judge_llm)
     _summary(metrics, out)
+
+
+@app.command()
+def report(
+    out: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="A run's output dir.")],
+) -> None:
+    """Rebuild OUT/report.html from OUT/metrics.json and OUT/results.jsonl."""
+    from deltamem.bench.report import METRICS, write_report
+
+    if not (out / METRICS).exists():
+        raise typer.BadParameter(f"{out / METRICS} does not exist: run a benchmark first")
+    path = write_report(out)
+    console.print(f"[bold]report[/bold] → {path}")
+
+
+@app.command()
+def agreement(
+    judge: Annotated[str, typer.Option("--judge", help="LLM spec of the judge to measure.")],
+    labels: Annotated[
+        Path, typer.Option("--labels", exists=True, file_okay=False, help="Labels directory.")
+    ] = Path("bench/labels"),
+    data: Annotated[
+        Path, typer.Option("--data", help="HaluMem dev data the accuracy labels point into.")
+    ] = Path("../shared/data/halumem"),
+    out: Annotated[
+        Path, typer.Option("--out", help="Where answers and the verdict cache go.")
+    ] = Path("runs/agreement"),
+    judges: Annotated[
+        str, typer.Option("--judges", help="Comma-separated subset of the judges.")
+    ] = "integrity,accuracy,update,qa",
+) -> None:
+    """The judge's agreement with hand labels: n, accuracy, Cohen's kappa, confusion."""
+    from rich.table import Table
+
+    from deltamem.bench.agreement import JUDGES, LabelError, run_agreement
+    from deltamem.llm import make_llm
+
+    names = [j.strip() for j in judges.split(",") if j.strip()]
+    unknown = [j for j in names if j not in JUDGES]
+    if unknown or not names:
+        raise typer.BadParameter(f"unknown judge(s) {unknown}; choose from {', '.join(JUDGES)}")
+    model = make_llm(judge)
+    try:
+        with _progress() as advance:
+            report = run_agreement(
+                labels, model, data=data, out=out, judges=names, progress=advance
+            )
+    except LabelError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    table = Table(title=f"judge agreement ({model.name})")
+    for col in ("judge", "n", "accuracy", "kappa", "skipped"):
+        table.add_column(col)
+    for name in names:
+        r = report.get(name)
+        if r is None:
+            continue
+        rows = [(name, r)] + ([("accuracy.included", r["included"])] if "included" in r else [])
+        for label, s in rows:
+            table.add_row(
+                label,
+                str(s["n"]),
+                "–" if s["accuracy"] is None else f"{s['accuracy']:.3f}",
+                "–" if s["kappa"] is None else f"{s['kappa']:.3f}",
+                str(r.get("skipped", 0) if label == name else ""),
+            )
+    console.print(table)
+    for name in names:
+        r = report.get(name)
+        if r is None:
+            continue
+        console.print(f"[bold]{name}[/bold] confusion (rows: human, columns: judge)")
+        cm = Table()
+        cm.add_column("human \\ judge")
+        for c in r["classes"]:
+            cm.add_column(str(c))
+        for c, row in zip(r["classes"], r["confusion"], strict=True):
+            cm.add_row(str(c), *map(str, row))
+        console.print(cm)
+    console.print(f"[bold]agreement[/bold] → {out / 'agreement.json'}")

@@ -36,8 +36,11 @@ from deltamem.bench.datasets import halumem as ds
 from deltamem.bench.log import RESULTS, ResultLog
 from deltamem.bench.metrics import halumem as hm
 from deltamem.bench.metrics.common import mean
+from deltamem.bench.metrics.cost import cost_metrics
+from deltamem.bench.report import write_report_safely
 from deltamem.bench.softmatch import best_similarity, covered
 from deltamem.bench.systems import MemorySystem, Retrieved, make_system
+from deltamem.bench.systems.base import SESSION_COST_KEYS
 from deltamem.embed import Embedder
 from deltamem.llm.base import LLM
 from deltamem.train.distance import DEFAULT_TAU, state_distance
@@ -105,16 +108,7 @@ class _UserRun:
                 self._evaluate(sidx, session, bench)
             return
         after = self.system.cost.as_dict()
-        cost = {
-            k: after[k] - before[k]
-            for k in (
-                "llm_calls",
-                "prompt_tokens",
-                "completion_tokens",
-                "add_seconds",
-                "session_tokens",
-            )
-        }
+        cost = {k: after[k] - before[k] for k in SESSION_COST_KEYS}
         rec = self.base(sidx, "session") | {
             "key": skey,
             "session_id": bench.session_id,
@@ -302,28 +296,6 @@ def run_halumem(
     return write_metrics(run.out)
 
 
-def cost_metrics(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    sessions = [r for r in records if r.get("kind") == "session"]
-    searches = [r for r in records if r.get("kind") in ("update", "question")]
-
-    def total(key: str) -> float:
-        return float(sum(r.get("cost", {}).get(key, 0) for r in sessions))
-
-    n = len(sessions)
-    search_seconds = float(sum(r.get("search_seconds", 0.0) for r in searches))
-    session_tokens = total("session_tokens")
-    return {
-        "sessions": n,
-        "llm_calls_per_session": total("llm_calls") / n if n else None,
-        "prompt_tokens_per_session": total("prompt_tokens") / n if n else None,
-        "session_tokens_per_session": session_tokens / n if n else None,
-        "write_amplification": total("prompt_tokens") / session_tokens if session_tokens else None,
-        "qpm": 60 * len(searches) / search_seconds if search_seconds > 0 else None,
-        "add_seconds": total("add_seconds"),
-        "search_seconds": search_seconds,
-    }
-
-
 def retrieval_metrics(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Judge-free read-side numbers: did the update probe retrieve the updated fact,
     and how much of each question's evidence was retrieved."""
@@ -369,4 +341,5 @@ def write_metrics(out: Path) -> dict[str, Any]:
     systems = list(dict.fromkeys(str(r["system"]) for r in records if "system" in r))
     metrics = {s: metrics_for([r for r in records if r.get("system") == s]) for s in systems}
     (out / METRICS).write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+    write_report_safely(out)
     return metrics

@@ -23,10 +23,12 @@ from typing import Any
 from deltamem.answer import Answerer
 from deltamem.bench.answering import as_search_hits, error_text
 from deltamem.bench.datasets import locomo as ds
-from deltamem.bench.halumem import cost_metrics
 from deltamem.bench.log import RESULTS, ResultLog, read_records
 from deltamem.bench.metrics import locomo as lm
+from deltamem.bench.metrics.cost import cost_metrics
+from deltamem.bench.report import write_report_safely
 from deltamem.bench.systems import MemorySystem, Retrieved, make_system
+from deltamem.bench.systems.base import SESSION_COST_KEYS
 from deltamem.embed import Embedder
 from deltamem.llm.base import LLM
 
@@ -133,16 +135,7 @@ def _conversation(
                 "session": s.index,
                 "messages": len(bench.messages),
                 "error": error,
-                "cost": {
-                    k: after[k] - before[k]
-                    for k in (
-                        "llm_calls",
-                        "prompt_tokens",
-                        "completion_tokens",
-                        "add_seconds",
-                        "session_tokens",
-                    )
-                },
+                "cost": {k: after[k] - before[k] for k in SESSION_COST_KEYS},
             }
         )
         _tick(run, "sessions")
@@ -217,4 +210,5 @@ def write_metrics(out: Path) -> dict[str, Any]:
             "cost": cost_metrics(rs),
         }
     (out / METRICS).write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+    write_report_safely(out)
     return metrics

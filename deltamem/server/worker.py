@@ -235,6 +235,11 @@ class Worker:
             except KeyError:  # gone from the log (the user was reset): nothing to do
                 return None
             except Exception as exc:
+                done = self._applied_meanwhile(key)
+                if done is not None:
+                    # another worker applied it between our read and our commit; the
+                    # store refused the second apply, so this is success, not a failure
+                    return done
                 error = (
                     str(exc) if isinstance(exc, SessionFailed) else (f"{type(exc).__name__}: {exc}")
                 )
@@ -261,6 +266,20 @@ class Worker:
                 self.stats.applied += 1
             return result
         return None
+
+    def _applied_meanwhile(self, key: SessionKey) -> AddResult | None:
+        """The session's result if the log says it is applied (by another worker)."""
+        try:
+            rec = self.memory.store.get_session(*key)
+            if rec is None or rec.status != "applied":
+                return None
+            ops = self.memory.store.session_operations(*key)
+        except Exception:  # the store itself is failing: report the original error
+            return None
+        log.info("session %r of %r was applied by another worker", key[1], key[0])
+        return AddResult(
+            session_id=rec.session_id, status="applied", operations=ops, already_applied=True
+        )
 
     # --- for the API, the MCP server and tests ---------------------------------------
     def ensure_llm(self) -> None:

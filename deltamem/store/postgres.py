@@ -4,9 +4,10 @@ Same tables and semantics as the SQLite store (tests/test_store.py runs on both)
 Vectors sit on the memory row (`vector(dim)`, cosine distance `<=>`). There is no
 HNSW index on purpose: a scope's KNN goes through the btree on (user_id, agent_id,
 ts) and sorts that user's rows by exact distance, since an approximate index filters
-after the search and loses almost all per-user recall. Keywords use a generated
-tsvector with a GIN index; the query is an OR of one `phraseto_tsquery` per term,
-each term a bound parameter, so user text is never parsed as query syntax.
+after the search and loses almost all per-user recall. Keywords use a tsvector
+generated from content and keywords (diacritics folded, as FTS5 does), with a GIN
+index; the query is an OR of one `phraseto_tsquery` per term, each term a bound
+parameter, so user text is never parsed as query syntax.
 
 One connection (autocommit, guarded by a lock, reopened if it breaks); every write
 is one explicit transaction. Schema migrations are SQL files in
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import json
 import threading
+import unicodedata
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -72,6 +74,15 @@ def _utc(dt: datetime) -> datetime:
 def vector_literal(v: np.ndarray) -> str:
     """pgvector's text form; %.9g round-trips every float32 exactly."""
     return "[" + ",".join(f"{x:.9g}" for x in np.asarray(v, dtype=np.float32).ravel()) + "]"
+
+
+def fold(text: str) -> str:
+    """Strip diacritics ("café" -> "cafe"), as FTS5's unicode61 tokenizer does."""
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
+def _fts_text(w: PlannedWrite) -> str:
+    return fold(" ".join([w.content, *w.keywords]))
 
 
 def tsquery_sql(n: int) -> str:
@@ -321,8 +332,8 @@ class PostgresStore(Store):
         mid = uuid.uuid4().hex
         cur.execute(
             """INSERT INTO memories (id, user_id, agent_id, content, ts, timestamp, memory_type,
-               keywords, session_id, turns, created_at, updated_at, embedding)
-               VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::vector)""",
+               keywords, session_id, turns, created_at, updated_at, embedding, fts_text)
+               VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::vector,%s)""",
             (
                 mid,
                 session.user_id,
@@ -337,6 +348,7 @@ class PostgresStore(Store):
                 now,
                 now,
                 vector_literal(w.embedding),
+                _fts_text(w),
             ),
         )
         self._log(
@@ -359,8 +371,8 @@ class PostgresStore(Store):
         w.memory_type = mtype
         cur.execute(
             """UPDATE memories SET content=%s, ts=%s, timestamp=%s, memory_type=%s, keywords=%s,
-               session_id=%s, turns=%s, updated_at=%s, version=version+1, embedding=%s::vector
-               WHERE id=%s""",
+               session_id=%s, turns=%s, updated_at=%s, version=version+1, embedding=%s::vector,
+               fts_text=%s WHERE id=%s""",
             (
                 w.content,
                 session.timestamp.timestamp(),
@@ -371,6 +383,7 @@ class PostgresStore(Store):
                 Jsonb(w.turns),
                 now,
                 vector_literal(w.embedding),
+                _fts_text(w),
                 w.memory_id,
             ),
         )
@@ -536,8 +549,8 @@ class PostgresStore(Store):
         agent_id: str | None = None,
         filters: SearchFilters | None = None,
     ) -> list[tuple[str, float]]:
-        if k < 0:
-            raise StoreError(f"k must be >= 0, not {k}")
+        if k <= 0:
+            return []
         extra, params = self._filter_sql(agent_id, filters)
         # Exact KNN over the scope's rows (btree on user_id), not an approximate index.
         rows = self._read(
@@ -565,7 +578,7 @@ class PostgresStore(Store):
                 FROM memories, (SELECT {tsquery_sql(len(terms))} AS query) q
                 WHERE tsv @@ q.query AND user_id=%s{extra}
                 ORDER BY rank DESC, seq LIMIT %s""",
-            [*terms, user_id, *params, self._limit(k)],
+            [*map(fold, terms), user_id, *params, self._limit(k)],
         )
         return [(r["id"], float(r["rank"])) for r in rows]
 

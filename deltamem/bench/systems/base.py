@@ -30,17 +30,52 @@ class Retrieved:
 
 @dataclass
 class Cost:
+    """What a system spent. Write side (add_session): the dialogue's tokens, LLM
+    calls and tokens, the queries its own write path sent to its memory search
+    (`search_queries`, e.g. Mem0's one search per fact) and how many memories it
+    stored (adds + updates; raw turns for the turn baselines). Read side: the
+    harness's `searches` and their time."""
+
     sessions: int = 0
     session_tokens: int = 0  # tokens of the dialogue given to add_session
     llm_calls: int = 0
-    prompt_tokens: int = 0
+    prompt_tokens: int = 0  # prompt tokens the LLM read on write (cached ones included)
+    cached_tokens: int = 0  # of which served from a KV / prompt cache
     completion_tokens: int = 0
+    llm_seconds: float = 0.0
+    search_queries: int = 0  # write-path search-tool queries
+    memories_stored: int = 0  # memories written (adds + updates)
     add_seconds: float = 0.0
-    searches: int = 0
+    searches: int = 0  # read-path search calls made by the harness
     search_seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# the per-session cost fields the runners log (differences of `Cost` over one add)
+SESSION_COST_KEYS = (
+    "session_tokens",
+    "llm_calls",
+    "prompt_tokens",
+    "cached_tokens",
+    "completion_tokens",
+    "llm_seconds",
+    "search_queries",
+    "memories_stored",
+    "add_seconds",
+)
+# fields an adapter may report for one add (see `MemorySystem._add_session`)
+REPORTED_KEYS = (
+    "session_tokens",
+    "llm_calls",
+    "prompt_tokens",
+    "cached_tokens",
+    "completion_tokens",
+    "llm_seconds",
+    "search_queries",
+    "memories_stored",
+)
 
 
 def count_tokens(text: str) -> int:
@@ -68,19 +103,31 @@ class MemorySystem(ABC):
     ) -> None:
         before = self.llm.usage.snapshot() if self.llm is not None else None
         t0 = time.perf_counter()
+        reported: dict[str, float] = {}
         try:
-            self._add_session(user, session_id, messages, timestamp)
+            reported = dict(self._add_session(user, session_id, messages, timestamp) or {})
         finally:
             self.cost.add_seconds += time.perf_counter() - t0
             self.cost.sessions += 1
-            self.cost.session_tokens += sum(
-                count_tokens(f"{m.get('role')}: {m.get('content', '')}") for m in messages
-            )
+            # measured here unless the adapter reported its own figure for the add
+            measured: dict[str, float] = {
+                "session_tokens": sum(
+                    count_tokens(f"{m.get('role')}: {m.get('content', '')}") for m in messages
+                )
+            }
             if self.llm is not None and before is not None:
                 used = self.llm.usage.since(before)
-                self.cost.llm_calls += used.calls
-                self.cost.prompt_tokens += used.prompt_tokens
-                self.cost.completion_tokens += used.completion_tokens
+                measured |= {
+                    "llm_calls": used.calls,
+                    "prompt_tokens": used.prompt_tokens,
+                    "cached_tokens": used.cached_tokens,
+                    "completion_tokens": used.completion_tokens,
+                    "llm_seconds": used.seconds,
+                }
+            for key in REPORTED_KEYS:
+                current = getattr(self.cost, key)
+                value = reported.get(key, measured.get(key, 0))
+                setattr(self.cost, key, current + type(current)(value))
 
     def get_session_memories(self, user: str, session_id: str) -> list[str]:
         return self._session_memories(user, session_id)
@@ -110,7 +157,10 @@ class MemorySystem(ABC):
         session_id: str,
         messages: list[dict[str, Any]],
         timestamp: datetime | None,
-    ) -> None: ...
+    ) -> dict[str, float] | None:
+        """Store one session. May return the add's own cost figures (keys of
+        `REPORTED_KEYS`); those it leaves out are measured by the harness (LLM
+        usage, a 4-characters-a-token estimate of the dialogue, zero otherwise)."""
 
     @abstractmethod
     def _session_memories(self, user: str, session_id: str) -> list[str]: ...

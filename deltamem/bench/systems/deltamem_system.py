@@ -6,7 +6,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from deltamem.bench.systems.base import MemorySystem, Retrieved
+from deltamem.bench.systems.base import REPORTED_KEYS, MemorySystem, Retrieved
 from deltamem.embed import Embedder
 from deltamem.llm.base import LLM
 from deltamem.manager.agent import ManagerConfig
@@ -35,8 +35,12 @@ class DeltamemSystem(MemorySystem):
         session_id: str,
         messages: list[dict[str, Any]],
         timestamp: datetime | None,
-    ) -> None:
-        self.memory.add(messages, user_id=user, session_id=session_id, timestamp=timestamp)
+    ) -> dict[str, float]:
+        result = self.memory.add(messages, user_id=user, session_id=session_id, timestamp=timestamp)
+        if result.already_applied:  # replayed from the log: nothing was spent
+            return {k: 0 for k in REPORTED_KEYS if k != "session_tokens"}
+        cost = {k: float(v) for k, v in result.cost.items() if k in REPORTED_KEYS}
+        return cost | {"memories_stored": len(result.applied)}
 
     def _session_memories(self, user: str, session_id: str) -> list[str]:
         return [m.content for m in self.memory.session_memories(session_id, user)]

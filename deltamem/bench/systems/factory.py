@@ -7,6 +7,7 @@ from pathlib import Path
 
 from deltamem.bench.systems.base import MemorySystem
 from deltamem.bench.systems.deltamem_system import DeltamemSystem
+from deltamem.bench.systems.pipeline import PipelineSystem
 from deltamem.bench.systems.turns import FullSystem, RecentSystem, RetrievalSystem
 from deltamem.embed import Embedder
 from deltamem.llm.base import LLM
@@ -15,6 +16,7 @@ Factory = Callable[[LLM, Embedder, Path], MemorySystem]
 
 SYSTEMS: dict[str, Factory] = {
     "deltamem": lambda llm, emb, work: DeltamemSystem(llm, emb, work / "deltamem.db"),
+    "pipeline": lambda llm, emb, work: PipelineSystem(llm, emb, work / "pipeline.db"),
     "retrieval": lambda llm, emb, work: RetrievalSystem(emb, llm=llm),
     "recent": lambda llm, emb, work: RecentSystem(llm=llm),
     "full": lambda llm, emb, work: FullSystem(llm=llm),

@@ -56,7 +56,7 @@ class TurnSystem(MemorySystem):
         session_id: str,
         messages: list[dict[str, Any]],
         timestamp: datetime | None,
-    ) -> None:
+    ) -> dict[str, float]:
         new = [
             StoredTurn(_turn_text(m), _time(m, timestamp), session_id, i)
             for i, m in enumerate(messages)
@@ -64,6 +64,7 @@ class TurnSystem(MemorySystem):
         ]
         self.turns.setdefault(user, []).extend(new)
         self._stored(user, new)
+        return {"memories_stored": len(new), "search_queries": 0}
 
     def _stored(self, user: str, new: list[StoredTurn]) -> None:
         """Hook for subclasses that index what was stored."""

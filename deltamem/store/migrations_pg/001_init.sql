@@ -53,9 +53,8 @@ CREATE TABLE memories (
     updated_at   timestamptz NOT NULL,
     version      integer NOT NULL DEFAULT 1,
     embedding    vector NOT NULL,
-    tsv          tsvector GENERATED ALWAYS AS (
-                     to_tsvector('deltamem_fts', content) || to_tsvector('deltamem_fts', keywords)
-                 ) STORED
+    fts_text     text NOT NULL,  -- content and keywords, diacritics folded (as FTS5's unicode61)
+    tsv          tsvector GENERATED ALWAYS AS (to_tsvector('deltamem_fts', fts_text)) STORED
 );
 CREATE INDEX memories_scope ON memories (user_id, agent_id, ts);
 CREATE INDEX memories_tsv ON memories USING gin (tsv);

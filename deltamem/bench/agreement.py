@@ -1,0 +1,228 @@
+"""Judge agreement: how often an LLM judge gives the label a careful human gave.
+
+Labels live in JSONL files, one per judge (`integrity.jsonl`, `accuracy.jsonl`,
+`update.jsonl`, `qa.jsonl`; see bench/labels/README.md). Each item holds the
+judge's inputs, the human label and a one-line justification. Accuracy items
+do not copy the dialogue: they name a session of the dev data (`source`: file,
+user, session) and the dialogue and reference facts are read from there, in the
+same form the runner's judge sees them.
+
+Each judge is asked exactly as in a run (same rubric, template, schema, and the
+same SQLite verdict cache), and per judge we report n, exact agreement, Cohen's
+kappa and the confusion matrix (rows: human, columns: judge). The accuracy
+judge's `included` flag gets its own agreement numbers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deltamem.bench.datasets import halumem as ds
+from deltamem.bench.judges.base import (
+    ACCURACY,
+    CACHE,
+    INTEGRITY,
+    QA,
+    UPDATE,
+    Judge,
+    JudgeCache,
+    lines,
+)
+from deltamem.bench.judges.halumem import _dialogue
+from deltamem.llm.base import LLM, LLMError
+
+JUDGES = ("integrity", "accuracy", "update", "qa")
+CLASSES: dict[str, list[Any]] = {
+    "integrity": [0, 1, 2],
+    "accuracy": [0, 1, 2],
+    "included": [False, True],
+    "update": ["correct", "hallucination", "omission", "other"],
+    "qa": ["correct", "hallucination", "omission"],
+}
+SCHEMAS = {"integrity": INTEGRITY, "accuracy": ACCURACY, "update": UPDATE, "qa": QA}
+
+
+class LabelError(ValueError):
+    """A labels file that cannot be used as it is."""
+
+
+def load_labels(directory: Path, judges: Sequence[str] = JUDGES) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for name in judges:
+        path = directory / f"{name}.jsonl"
+        if not path.exists():
+            continue
+        items = []
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise LabelError(f"{path}:{n}: not JSON: {exc}") from exc
+            if "inputs" not in item or "label" not in item:
+                raise LabelError(f"{path}:{n}: an item needs 'inputs' and 'label'")
+            items.append(item)
+        out[name] = items
+    return out
+
+
+def cohen_kappa(gold: Sequence[Any], pred: Sequence[Any]) -> float | None:
+    """Cohen's kappa of two labelings of the same items; None when undefined
+    (no items, or both raters used one and the same class throughout)."""
+    n = len(gold)
+    if n == 0 or n != len(pred):
+        return None
+    classes = set(gold) | set(pred)
+    po = sum(g == p for g, p in zip(gold, pred, strict=True)) / n
+    pe = sum((list(gold).count(c) / n) * (list(pred).count(c) / n) for c in classes)
+    if pe >= 1.0:
+        return None
+    return (po - pe) / (1 - pe)
+
+
+def confusion(gold: Sequence[Any], pred: Sequence[Any], classes: Sequence[Any]) -> list[list[int]]:
+    """Counts[i][j]: items the human put in classes[i] and the judge in classes[j]."""
+    index = {c: i for i, c in enumerate(classes)}
+    m = [[0] * len(classes) for _ in classes]
+    for g, p in zip(gold, pred, strict=True):
+        if g in index and p in index:
+            m[index[g]][index[p]] += 1
+    return m
+
+
+def summarise(name: str, gold: Sequence[Any], pred: Sequence[Any]) -> dict[str, Any]:
+    classes = CLASSES[name]
+    n = len(gold)
+    return {
+        "n": n,
+        "accuracy": sum(g == p for g, p in zip(gold, pred, strict=True)) / n if n else None,
+        "kappa": cohen_kappa(gold, pred),
+        "classes": classes,
+        "confusion": confusion(gold, pred, classes),
+    }
+
+
+def _norm(name: str, value: Any) -> Any:
+    if name in ("integrity", "accuracy"):
+        return int(value)
+    if name == "included":
+        return bool(value)
+    return str(value).strip().lower()
+
+
+@dataclass
+class _Sessions:
+    """Dev-data sessions by (file, user uuid, session index), read on demand."""
+
+    data: Path
+    cache: dict[tuple[str, str], list[ds.Session]] = field(default_factory=dict)
+
+    def get(self, source: dict[str, Any]) -> ds.Session | None:
+        key = (str(source.get("file", "")), str(source.get("user", "")))
+        if key not in self.cache:
+            path = self.data / key[0]
+            sessions: list[ds.Session] = []
+            if path.exists():
+                for user in ds.iter_users(path):
+                    if user.uuid == key[1]:
+                        sessions = user.sessions
+                        break
+            self.cache[key] = sessions
+        sessions = self.cache[key]
+        i = source.get("session")
+        return sessions[i] if isinstance(i, int) and 0 <= i < len(sessions) else None
+
+
+def ask(
+    name: str, item: dict[str, Any], judge: Judge, sessions: _Sessions
+) -> dict[str, Any] | None:
+    """The judge's reply to one labelled item, built the way `judge_run` builds it;
+    None when an accuracy item's session cannot be found in the data."""
+    x = item["inputs"]
+    if name == "integrity":
+        if not x["memories"]:  # as in a run: nothing stored, nothing to ask
+            return {"score": 0, "reason": "no memories extracted"}
+        return judge.ask(memories=lines(list(x["memories"])), fact=x["fact"])
+    if name == "accuracy":
+        session = sessions.get(item.get("source") or {})
+        if session is None:
+            return None
+        gold = [p.memory_content for p in session.memory_points if not p.is_distractor]
+        return judge.ask(dialogue=_dialogue(session), gold=lines(gold), memory=x["memory"])
+    if name == "update":
+        return judge.ask(
+            old=lines(list(x["old"])), new=x["new"], memories=lines(list(x["memories"]))
+        )
+    return judge.ask(
+        question=x["question"],
+        answer=x["answer"],
+        evidence=lines(list(x["evidence"])),
+        prediction=x["prediction"] or "(no answer)",
+    )
+
+
+def _verdict(name: str, reply: dict[str, Any]) -> Any:
+    return reply["score"] if name in ("integrity", "accuracy") else reply["verdict"]
+
+
+def run_agreement(
+    labels: Path,
+    llm: LLM,
+    *,
+    data: Path,
+    out: Path,
+    judges: Sequence[str] = JUDGES,
+    progress: Callable[[str, int], None] | None = None,
+) -> dict[str, Any]:
+    """Ask each judge its labelled items; write OUT/agreement.json (the numbers)
+    and OUT/agreement_items.jsonl (every item with the judge's answer)."""
+    out.mkdir(parents=True, exist_ok=True)
+    items_by_judge = load_labels(labels, judges)
+    cache = JudgeCache(out / CACHE)
+    sessions = _Sessions(data)
+    report: dict[str, Any] = {}
+    try:
+        with (out / "agreement_items.jsonl").open("w", encoding="utf-8") as fh:
+            for name, items in items_by_judge.items():
+                judge = Judge(name, SCHEMAS[name], llm, cache)
+                gold, pred, inc_gold, inc_pred = [], [], [], []
+                skipped, failed = 0, 0
+                for item in items:
+                    try:
+                        reply = ask(name, item, judge, sessions)
+                    except LLMError as exc:
+                        failed += 1
+                        reply = None
+                        fh.write(json.dumps({"id": item.get("id"), "error": str(exc)}) + "\n")
+                    if reply is None:
+                        skipped += 1
+                        if progress is not None:
+                            progress(f"agreement {name}", 1)
+                        continue
+                    g, p = _norm(name, item["label"]), _norm(name, _verdict(name, reply))
+                    gold.append(g)
+                    pred.append(p)
+                    row = {"id": item.get("id"), "label": g, "judge": p}
+                    if name == "accuracy" and "included" in item and "included" in reply:
+                        inc_gold.append(_norm("included", item["included"]))
+                        inc_pred.append(_norm("included", reply["included"]))
+                        row |= {"included_label": inc_gold[-1], "included_judge": inc_pred[-1]}
+                    row["reason"] = reply.get("reason")
+                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    if progress is not None:
+                        progress(f"agreement {name}", 1)
+                summary = summarise(name, gold, pred)
+                summary |= {"skipped": skipped - failed, "failed": failed}
+                if inc_gold:
+                    summary["included"] = summarise("included", inc_gold, inc_pred)
+                report[name] = summary
+    finally:
+        cache.close()
+    report["_meta"] = {"model": llm.name, "labels": str(labels)}
+    (out / "agreement.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    return report
