@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from fakes import T0, ScriptedLLM, add, ops, update
@@ -494,3 +495,46 @@ def test_related_update_is_applied(embedder: Embedder, store: Store) -> None:
     store.apply_session(r, plan.writes, plan.noops)
     assert store.get(home).content == moved  # type: ignore[union-attr]
     assert [h.op for h in store.history(home)] == ["add", "update"]
+
+
+def test_update_that_copies_another_known_memory_is_dropped(
+    embedder: Embedder, tmp_path: Path
+) -> None:
+    """A small model writing known memories back under shifted ids must not overwrite
+    one true fact with a copy of another."""
+    from deltamem import Memory
+
+    def swap_known(messages: list[ChatMessage]) -> dict:
+        # write each known memory's sentence back under the other one's id
+        lines = [x for x in messages[-1]["content"].splitlines() if x.startswith("m")]
+        known = [(x.split(" | ")[0], x.split(" | ")[2]) for x in lines]
+        assert len(known) == 2, known
+        (id1, c1), (id2, c2) = known
+        return ops(update(id1, c2), update(id2, c1))
+
+    llm = ScriptedLLM(
+        [
+            ops(add("Priya Raman has a cat called Miso."), add("Priya Raman lives in Leeds.")),
+            swap_known,
+        ]
+    )
+    mem = Memory(tmp_path / "m.db", llm=llm, embedder=embedder)
+    mem.add(
+        [{"role": "user", "content": "I live in Leeds with my cat Miso."}],
+        user_id="p",
+        session_id="s1",
+        timestamp="2029-01-01",
+    )
+    res = mem.add(
+        [{"role": "user", "content": "Still in Leeds, Miso says hi."}],
+        user_id="p",
+        session_id="s2",
+        timestamp="2029-02-01",
+    )
+    assert res.applied == []
+    assert sum(1 for o in res.operations if o.note and "copies memory" in o.note) == 2
+    assert sorted(m.content for m in mem.get_all(user_id="p")) == [
+        "Priya Raman has a cat called Miso.",
+        "Priya Raman lives in Leeds.",
+    ]
+    assert all(m.version == 1 for m in mem.get_all(user_id="p"))

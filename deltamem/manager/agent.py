@@ -37,6 +37,7 @@ from deltamem.timeparse import human_date
 from deltamem.types import Operation, SessionRecord
 
 NEAR_DUPLICATE = 0.96  # cosine above which an add is taken as restating a memory
+COPIED_UPDATE = 0.9  # cosine to another known memory above which an update is a copy
 UNRELATED_UPDATE = 0.5  # cosine (old vs new sentence) below which an update is mis-aimed
 
 
@@ -50,7 +51,9 @@ class ManagerConfig:
     search_rounds: int = 0
     search_hits: int = 6  # results per search round
     chunk_tokens: int = 4000  # most conversation tokens read in one call
-    output_tokens: int = 1500
+    # A reply past ~15 atomic facts is, with small models, a reply copying the known
+    # memories back; the cut keeps its finished operations (llm/jsonrepair.py).
+    output_tokens: int = 600
 
 
 @dataclass
@@ -192,13 +195,14 @@ class Manager:
         if not ws.pending:
             return []
         vecs = self.embedder.embed([p.content for p in ws.pending])
+        copied = self._copied_updates(ws, vecs)
         self._retarget_unrelated_updates(ws, vecs)
         idx = list(user_vecs)
         turn_matrix = np.stack([user_vecs[i] for i in idx])
         writes: list[PlannedWrite] = []
         kept: list[np.ndarray] = []
-        for p, vec in zip(ws.pending, vecs, strict=True):
-            if p.op == "add" and self._restates(session, p, vec, kept, ws):
+        for n, (p, vec) in enumerate(zip(ws.pending, vecs, strict=True)):
+            if n in copied or (p.op == "add" and self._restates(session, p, vec, kept, ws)):
                 continue
             sims = turn_matrix @ vec
             best = float(sims.max())
@@ -217,6 +221,32 @@ class Manager:
             if p.op == "add":
                 kept.append(vec)
         return writes
+
+    def _copied_updates(self, ws: Workspace, vecs: np.ndarray) -> set[int]:
+        """Updates whose new sentence restates a different known memory: a small model
+        writing the list of known memories back under shifted ids. Applying them would
+        overwrite true facts with copies of others, so they are dropped."""
+        others = list(ws.shown.values())
+        updates = [i for i, p in enumerate(ws.pending) if p.op == "update"]
+        if not others or not updates:
+            return set()
+        known = self.embedder.embed([m.content for m in others])
+        dropped: set[int] = set()
+        for i in updates:
+            sims = known @ vecs[i]
+            for j in np.argsort(-sims)[:2]:
+                if others[j].id != ws.pending[i].memory_id and sims[j] >= COPIED_UPDATE:
+                    ws.noops.append(
+                        Operation(
+                            op="none",
+                            memory_id=ws.pending[i].memory_id,
+                            content=ws.pending[i].content,
+                            note=f"update copies memory {others[j].id}; dropped",
+                        )
+                    )
+                    dropped.add(i)
+                    break
+        return dropped
 
     def _retarget_unrelated_updates(self, ws: Workspace, vecs: np.ndarray) -> None:
         """An update whose new sentence has nothing to do with the memory it overwrites
