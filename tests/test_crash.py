@@ -8,6 +8,7 @@ import json
 import os
 import random
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -16,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlean as sqlite3
 
 ROOT = Path(__file__).resolve().parent.parent
 USER = "kim"
