@@ -43,7 +43,6 @@ from deltamem.types import (
     utcnow,
 )
 
-SCHEMA_VERSION = 1
 COMMON_TERM_DOCS = 4000  # keyword terms found in more memories than this are not ranked
 
 
