@@ -43,29 +43,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from search_latency import OBJECTS, SUBJECTS, VERBS  # one synthetic vocabulary
 
 API_KEY = "api-load-key-0123456789abcdef"
 TENANT = "bench"
 HEADERS = {"X-API-Key": API_KEY}
-SUBJECTS = ["Martin", "Sarah", "Lena", "Priya", "Tomas", "Ana", "Jonas", "Mei"]
-VERBS = ["likes", "visited", "bought", "studies", "dislikes", "plans to see", "works on", "met"]
-OBJECTS = [
-    "jazz concerts",
-    "the Lisbon office",
-    "a red bicycle",
-    "marine biology",
-    "spicy food",
-    "a new apartment",
-    "the quarterly report",
-    "an old friend",
-    "sci-fi films",
-    "herbal tea",
-    "a marathon",
-    "Portuguese lessons",
-    "a rescue cat",
-    "the night shift",
-    "a trip to Kyoto",
-]
 QUERIES = [
     "What films does the user like?",
     "Where did they travel?",

@@ -119,9 +119,17 @@ class Store(ABC):
     @abstractmethod
     def history(self, memory_id: str) -> list[HistoryEntry]: ...
 
-    @abstractmethod
     def session_memories(self, session_id: str, user_id: str | None = None) -> list[MemoryItem]:
-        """Live memories added or updated by a session."""
+        """Each live memory the session added or updated, with the content that session
+        wrote (a later session may have changed it since)."""
+        written = self.session_writes(session_id, user_id)
+        return [
+            m.model_copy(update={"content": written[m.id]}) for m in self.get_many(list(written))
+        ]
+
+    @abstractmethod
+    def session_writes(self, session_id: str, user_id: str | None = None) -> dict[str, str]:
+        """memory id -> the last content the session wrote to it, in history order."""
 
     @abstractmethod
     def dense_search(

@@ -525,9 +525,7 @@ class PostgresStore(Store):
             for r in rows
         ]
 
-    def session_memories(self, session_id: str, user_id: str | None = None) -> list[MemoryItem]:
-        """Each live memory the session added or updated, with the content that session
-        wrote (a later session may have changed it since)."""
+    def session_writes(self, session_id: str, user_id: str | None = None) -> dict[str, str]:
         sql = """SELECT memory_id, new_content FROM history WHERE session_id=%s
                  AND op IN ('add','update')"""
         params: list[Any] = [session_id]
@@ -537,9 +535,7 @@ class PostgresStore(Store):
         written: dict[str, str] = {}
         for r in self._read(sql + " ORDER BY id", params):
             written[r["memory_id"]] = r["new_content"]  # the session's last word on it
-        return [
-            m.model_copy(update={"content": written[m.id]}) for m in self.get_many(list(written))
-        ]
+        return written
 
     def dense_search(
         self,
