@@ -48,6 +48,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -103,6 +104,9 @@ class FakeLLM:
         self.delay = delay
         self.rng = random.Random(seed)
         self.calls = 0
+        # how often each conversation (its fact numbers) was sent to be planned:
+        # above 1 means LLM work was spent twice on a session
+        self.planned: Counter[tuple[int, ...]] = Counter()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -117,6 +121,7 @@ class FakeLLM:
                 prompt = str((body.get("messages") or [{}])[-1].get("content", ""))
                 if "Conversation" in prompt:
                     convo = prompt.split("Conversation", 1)[1]
+                    outer.planned[tuple(sorted({int(n) for n in FACT_RE.findall(convo)}))] += 1
                     ops = [
                         {"op": "add", "type": "event", "content": fact(int(n))}
                         for n in dict.fromkeys(FACT_RE.findall(convo))

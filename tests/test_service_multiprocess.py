@@ -1,11 +1,11 @@
-"""Two `deltamem serve` processes (two workers, no leases) on one store (a SQLite
-file, or a PostgreSQL database), with
-4 writer threads submitting sessions for ONE user through both of them.
+"""Several processes on one store (a SQLite file, or a PostgreSQL database).
 
-The workers race for the same pending sessions; the store refuses a second apply
-inside the apply transaction, so every session must still be applied exactly once,
-in log order, with exactly its memories. (Both processes may spend LLM work on the
-same session: there are no leases.)
+* Two `deltamem serve` processes (an API and a worker each), with 4 writer threads
+  submitting sessions for ONE user through both of them: every session is applied
+  exactly once, in log order, with exactly its memories, and, thanks to the user
+  lease, planned by the LLM exactly once (no work spent twice).
+* Two `deltamem worker --once` processes draining a log that a third party wrote:
+  the same guarantees, through the CLI's extra workers.
 """
 
 from __future__ import annotations
@@ -133,8 +133,10 @@ def test_two_server_processes_on_one_store_apply_each_session_once(
     assert ct.check_consistent(state) == {"half_applied": 0, "applied_twice": 0}
     for h in healths:
         assert h is not None and h["worker"]["failed"] == 0, healths
-    # the two workers together applied each session once
+    # the two workers together applied each session once, and planned it once
     assert sum(h["worker"]["applied"] for h in healths if h) == total
+    assert sum(fake_llm.planned.values()) == total, fake_llm.planned
+    assert max(fake_llm.planned.values()) == 1
 
     for s in sessions:
         ops = json.loads(s["operations"])
@@ -148,3 +150,63 @@ def test_two_server_processes_on_one_store_apply_each_session_once(
         assert [seq[s] for s in sids] == sorted(seq[s] for s in sids)
     by_time = sorted(sessions, key=lambda s: datetime.fromisoformat(s["applied_at"]))
     assert [s["seq"] for s in by_time] == [s["seq"] for s in sessions]
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_two_worker_processes_drain_a_shared_log_once_each(
+    backend: str, fake_llm: Any, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    import subprocess
+
+    from deltamem.memory import Memory
+
+    db: str | Path = tmp_path / "workers.db"
+    if backend == "postgres":
+        from test_service_crash import fresh_database
+
+        db = fresh_database(request.getfixturevalue("pg_server"), "workers")
+    users, per_user = 3, 5
+    expected: dict[str, set[str]] = {}
+    mem = Memory(db, llm=fake_llm.spec)
+    try:
+        for i in range(per_user):  # interleaved users, as a busy API would log them
+            for u in range(users):
+                n = 1 + (u * per_user + i) * 2
+                sid = f"u{u}-{i:02d}"
+                expected[sid] = {ct.fact(n), ct.fact(n + 1)}
+                mem.log_session(
+                    [
+                        {"role": "user", "content": f"Remember fact#{n} and fact#{n + 1}."},
+                        {"role": "assistant", "content": "Noted."},
+                    ],
+                    user_id=f"user{u}",
+                    session_id=sid,
+                    timestamp=datetime(2029, 3, 1 + i, 10),
+                )
+    finally:
+        mem.close()
+    cmd = [sys.executable, "-m", "deltamem", "--db", str(db), "--llm", fake_llm.spec]
+    workers = [
+        subprocess.Popen(
+            [*cmd, "worker", "--once"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    outs = [w.communicate(timeout=150) for w in workers]
+    assert all(w.returncode == 0 for w in workers), outs
+    handled = [int(out.split()[0]) for out, _ in outs]
+    # each session handled by exactly one of the two (and planned once)
+    assert sum(handled) == users * per_user, outs
+    assert sum(fake_llm.planned.values()) == users * per_user
+    assert max(fake_llm.planned.values()) == 1
+    state = ct.read_db(db)
+    assert ct.check_consistent(state) == {"half_applied": 0, "applied_twice": 0}
+    by_user: dict[str, list[str]] = {}
+    for s in state["sessions"]:
+        assert s["status"] == "applied" and s["attempts"] == 1, s
+        assert {o["content"] for o in json.loads(s["operations"])} == expected[s["session_id"]]
+        by_user.setdefault(s["user_id"], []).append(str(s["applied_at"]))
+    # per user, sessions applied in log order
+    for applied in by_user.values():
+        assert applied == sorted(applied)

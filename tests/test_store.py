@@ -134,6 +134,52 @@ def test_mark_failed_never_demotes_an_applied_session(store: Store) -> None:
     assert rec is not None and rec.status == "applied"
 
 
+def test_requeue_puts_a_failed_session_back_with_fresh_tries(store: Store) -> None:
+    store.log_session(session("s1"))
+    store.mark_failed("u1", "s1", None, "model timed out")
+    store.mark_failed("u1", "s1", None, "model timed out again")
+    assert store.requeue_session("u1", "s1") is True
+    rec = store.get_session("u1", "s1")
+    assert rec is not None
+    assert (rec.status, rec.attempts, rec.error) == ("pending", 0, "model timed out again")
+    assert [r.session_id for r in store.list_sessions(status="pending")] == ["s1"]
+    # pending, applied and unknown sessions are left as they are
+    assert store.requeue_session("u1", "s1") is False
+    ingest(store, session("s1"), add_w("Alice likes tea."))
+    assert store.requeue_session("u1", "s1") is False
+    assert store.get_session("u1", "s1").status == "applied"  # type: ignore[union-attr]
+    assert store.requeue_session("u1", "nope") is False
+
+
+# --- user leases ------------------------------------------------------------------------
+def test_a_live_lease_keeps_other_workers_out(store: Store) -> None:
+    assert store.acquire_lease("u1", "w1", ttl=30) is True
+    assert store.acquire_lease("u1", "w2", ttl=30) is False
+    assert store.acquire_lease("u1", "w1", ttl=30) is True  # re-entrant for its holder
+    assert store.acquire_lease("u2", "w2", ttl=30) is True  # leases are per user
+    assert store.renew_lease("u1", "w2", ttl=30) is False
+    assert store.renew_lease("u1", "w1", ttl=30) is True
+
+
+def test_a_released_lease_is_free_and_only_its_holder_releases_it(store: Store) -> None:
+    assert store.acquire_lease("u1", "w1", ttl=30)
+    store.release_lease("u1", "w2")  # not w2's to give up
+    assert store.acquire_lease("u1", "w2", ttl=30) is False
+    store.release_lease("u1", "w1")
+    assert store.acquire_lease("u1", "w2", ttl=30) is True
+
+
+def test_an_expired_lease_can_be_taken_over_and_its_holder_knows(store: Store) -> None:
+    import time
+
+    assert store.acquire_lease("u1", "w1", ttl=0.2)
+    time.sleep(0.4)  # w1 stopped renewing (crashed)
+    assert store.acquire_lease("u1", "w2", ttl=30) is True
+    assert store.renew_lease("u1", "w1", ttl=30) is False  # w1 learns it lost the lease
+    store.release_lease("u1", "w1")
+    assert store.acquire_lease("u1", "w3", ttl=30) is False  # w2 still holds it
+
+
 # --- apply_session --------------------------------------------------------------------
 def test_apply_session_adds(store: Store) -> None:
     ops = ingest(

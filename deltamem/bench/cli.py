@@ -85,12 +85,14 @@ def halumem(
 ) -> None:
     """HaluMem: extraction, updating and QA, item by item (SPEC §4.1)."""
     from deltamem.bench.halumem import HaluMemRun, run_halumem, write_metrics
+    from deltamem.bench.log import log_calls
     from deltamem.embed import make_embedder
     from deltamem.llm import make_llm
 
     names = _systems(systems)
     emb = make_embedder(embedder)
     model = make_llm(llm)
+    log_calls(model, out)
     with _progress() as advance:
         run = HaluMemRun(
             data=data,
@@ -106,6 +108,8 @@ def halumem(
             from deltamem.bench.judges.halumem import judge_run
 
             judge_llm = model if judge.strip() == (llm or "") else make_llm(judge)
+            if judge_llm is not model:
+                log_calls(judge_llm, out)
             judge_run(out, data, judge_llm, progress=advance)
             metrics = write_metrics(out)
     _summary(metrics, out)
@@ -128,15 +132,19 @@ def locomo(
 ) -> None:
     """LoCoMo: token F1, BLEU-1, evidence recall (and an LLM judge when given)."""
     from deltamem.bench.locomo import LocomoRun, run_locomo
+    from deltamem.bench.log import log_calls
     from deltamem.embed import make_embedder
     from deltamem.llm import make_llm
 
     names = _systems(systems)
     emb = make_embedder(embedder)
     model = make_llm(llm)
+    log_calls(model, out)
     judge_llm = None
     if judge.strip().lower() != "none":
         judge_llm = model if judge.strip() == (llm or "") else make_llm(judge)
+        if judge_llm is not model:
+            log_calls(judge_llm, out)
     with _progress() as advance:
         run = LocomoRun(
             data=data,

@@ -33,7 +33,7 @@ from deltamem.answer import Answerer
 from deltamem.bench.answering import as_search_hits, error_text
 from deltamem.bench.datasets import BenchSession
 from deltamem.bench.datasets import halumem as ds
-from deltamem.bench.log import RESULTS, ResultLog
+from deltamem.bench.log import RESULTS, ResultLog, write_usage
 from deltamem.bench.metrics import halumem as hm
 from deltamem.bench.metrics.common import mean
 from deltamem.bench.metrics.cost import cost_metrics
@@ -160,6 +160,7 @@ class _UserRun:
                     "score": None,
                 }
             )
+        raw = self.system.stores_raw_turns
         for j, m in enumerate(memories):
             self.log.write(
                 self.base(sidx, "extracted")
@@ -168,6 +169,8 @@ class _UserRun:
                     "memory": m,
                     "score": None,
                     "included": None,
+                    # accuracy/precision are left None (not 0) for raw-turn stores
+                    "not_judged": "raw turn, not an extracted memory" if raw else None,
                 }
             )
 
@@ -341,5 +344,6 @@ def write_metrics(out: Path) -> dict[str, Any]:
     systems = list(dict.fromkeys(str(r["system"]) for r in records if "system" in r))
     metrics = {s: metrics_for([r for r in records if r.get("system") == s]) for s in systems}
     (out / METRICS).write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+    write_usage(out)
     write_report_safely(out)
     return metrics

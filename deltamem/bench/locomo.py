@@ -23,7 +23,7 @@ from typing import Any
 from deltamem.answer import Answerer
 from deltamem.bench.answering import as_search_hits, error_text
 from deltamem.bench.datasets import locomo as ds
-from deltamem.bench.log import RESULTS, ResultLog, read_records
+from deltamem.bench.log import RESULTS, ResultLog, read_records, write_usage
 from deltamem.bench.metrics import locomo as lm
 from deltamem.bench.metrics.cost import cost_metrics
 from deltamem.bench.report import write_report_safely
@@ -210,5 +210,6 @@ def write_metrics(out: Path) -> dict[str, Any]:
             "cost": cost_metrics(rs),
         }
     (out / METRICS).write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+    write_usage(out)
     write_report_safely(out)
     return metrics

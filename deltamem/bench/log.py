@@ -65,3 +65,61 @@ class ResultLog:
 
     def close(self) -> None:
         self._fh.close()
+
+
+CALLS = "llm_calls.jsonl"
+USAGE = "llm_usage.json"
+
+
+def log_calls(llm: Any, out: Path) -> None:
+    """Append every call `llm` makes to OUT/llm_calls.jsonl (purpose, tokens, KV-cache
+    hits, seconds): the raw material for what the judges cost and how much the
+    prompt prefix cache saved."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / CALLS
+
+    def write(rec: Any) -> None:
+        row = {
+            "purpose": rec.purpose,
+            "model": rec.model,
+            "prompt_tokens": rec.prompt_tokens,
+            "cached_tokens": rec.cached_tokens,
+            "completion_tokens": rec.completion_tokens,
+            "seconds": round(rec.seconds, 3),
+            "ok": rec.ok,
+            "at": rec.at.isoformat(),
+        }
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(row) + "\n")
+
+    llm.on_call(write)
+
+
+def usage_summary(out: Path) -> dict[str, dict[str, float]]:
+    """Per call purpose: calls, prompt / cached / completion tokens, seconds and the
+    share of prompt tokens served from the KV cache."""
+    groups: dict[str, dict[str, float]] = {}
+    for r in read_records(out / CALLS):
+        g = groups.setdefault(
+            str(r.get("purpose")),
+            {
+                "calls": 0,
+                "prompt_tokens": 0,
+                "cached_tokens": 0,
+                "completion_tokens": 0,
+                "seconds": 0.0,
+            },
+        )
+        g["calls"] += 1
+        for k in ("prompt_tokens", "cached_tokens", "completion_tokens", "seconds"):
+            g[k] += float(r.get(k) or 0)
+    for g in groups.values():
+        g["cached_share"] = g["cached_tokens"] / g["prompt_tokens"] if g["prompt_tokens"] else 0.0
+        g["seconds_per_call"] = g["seconds"] / g["calls"] if g["calls"] else 0.0
+    return groups
+
+
+def write_usage(out: Path) -> None:
+    """OUT/llm_usage.json from OUT/llm_calls.jsonl, when calls were logged."""
+    if (out / CALLS).exists():
+        (out / USAGE).write_text(json.dumps(usage_summary(out), indent=2), encoding="utf-8")

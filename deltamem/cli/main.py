@@ -381,6 +381,19 @@ def serve(
 
 
 @app.command()
+def worker(
+    once: bool = typer.Option(False, "--once", help="Process what is pending, then exit."),
+) -> None:
+    """An extra worker on a shared store (SQLite file or PostgreSQL URL): run as many
+    as you like, in as many processes or machines; they share the session log."""
+    from deltamem.server import work
+
+    handled = work(OPTS.db, OPTS.llm, embedder_spec=OPTS.embedder, once=once)
+    if once:
+        typer.echo(f"{handled} session(s) handled")
+
+
+@app.command()
 def mcp(
     transport: str = typer.Option("stdio", help="stdio | streamable-http"),
     host: str = "127.0.0.1",

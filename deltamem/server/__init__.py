@@ -1,8 +1,9 @@
 """The service: REST API (FastAPI), MCP server (official SDK) and the background
 worker, over one `Memory`, scoped by tenant (API key) and user.
 
-Needs the ``server`` extra (fastapi, uvicorn, mcp). The CLI calls `serve` and
-`serve_mcp`; `create_app` / `create_mcp_server` build the apps for embedding or
+Needs the ``server`` extra (fastapi, uvicorn, mcp). The CLI calls `serve`,
+`serve_mcp` and `work` (extra worker processes); `create_app` /
+`create_mcp_server` build the apps for embedding or
 tests.
 """
 
@@ -10,13 +11,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["Worker", "create_app", "create_mcp_server", "load_keys", "serve", "serve_mcp"]
+__all__ = [
+    "Worker",
+    "create_app",
+    "create_mcp_server",
+    "load_keys",
+    "serve",
+    "serve_mcp",
+    "work",
+]
 
 if TYPE_CHECKING:
     from deltamem.server.app import create_app
     from deltamem.server.config import load_keys
     from deltamem.server.mcp_server import create_mcp_server
-    from deltamem.server.run import serve, serve_mcp
+    from deltamem.server.run import serve, serve_mcp, work
     from deltamem.server.worker import Worker
 
 _WHERE = {
@@ -25,6 +34,7 @@ _WHERE = {
     "load_keys": "deltamem.server.config",
     "serve": "deltamem.server.run",
     "serve_mcp": "deltamem.server.run",
+    "work": "deltamem.server.run",
     "Worker": "deltamem.server.worker",
 }
 

@@ -23,6 +23,7 @@ import deltamem
 from deltamem.memory import Memory
 from deltamem.server import scope
 from deltamem.server.config import DEFAULT_MAX_BODY_BYTES, WorkerSettings, validate_keys
+from deltamem.server.lease import LeaseBusy
 from deltamem.server.problems import ApiError, ApiKeyAuth, BodyLimit, install_handlers
 from deltamem.server.schemas import (
     AnswerIn,
@@ -197,7 +198,7 @@ def create_app(
         nothing: a session is never applied twice."""
         rec = await _job_record(tenant, job_id)
         if rec.status == "failed":
-            worker.request_retry((rec.user_id, rec.session_id, rec.agent_id))
+            await run(worker.request_retry, (rec.user_id, rec.session_id, rec.agent_id))
         return await _job_view(rec, job_id)
 
     @app.post(
@@ -210,11 +211,14 @@ def create_app(
         agent = body.agent_id if body else None
 
         def reset() -> tuple[int, list[SessionRecord]]:
-            with worker.exclusive():
+            with worker.exclusive(internal):
                 removed = memory.store.reset(internal, agent, keep_log=True)
                 return removed, memory.store.list_sessions(internal, status="pending")
 
-        removed, queued = await run(reset)
+        try:
+            removed, queued = await run(reset)
+        except LeaseBusy as exc:
+            raise ApiError(409, str(exc), title="User busy") from exc
         worker.wake()
         return ReplayOut(
             user_id=user_id,

@@ -37,6 +37,9 @@ class WorkerSettings:
     poll_interval: float = 2.0  # seconds between looks at the log when nobody wakes the worker
     max_attempts: int = 3  # tries of one session before it is parked as failed
     backoff: float = 2.0  # seconds before the 2nd try, doubled for each further one
+    lease_seconds: float = 30.0  # a user's lease lives this long unless renewed (every third)
+    lease_wait: float = 120.0  # how long a replay or a synchronous add waits for a lease
+    nice: int = 10  # CPU niceness of the worker thread and its LLM threads (0: as the API)
 
 
 def parse_keys(spec: str) -> dict[str, str]:

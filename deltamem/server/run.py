@@ -107,3 +107,39 @@ def serve_mcp(
     finally:
         worker.stop()
         memory.close()
+
+
+def work(
+    memory_path: str | Path | None = None,
+    llm_spec: str | None = None,
+    *,
+    embedder_spec: str | None = None,
+    log_level: str = "info",
+    worker_settings: WorkerSettings | None = None,
+    once: bool = False,
+) -> int:
+    """Run one more worker on a shared store until SIGINT / SIGTERM (then it finishes
+    the session in hand), or with `once` until nothing is pending. Workers in any
+    number of processes share the store's session log as their queue; user leases
+    keep them from planning the same user at once. Returns the sessions handled."""
+    import signal
+    import threading
+
+    from deltamem.server.worker import Worker
+
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(message)s")
+    memory = Memory(memory_path, llm=llm_spec, embedder=embedder_spec)
+    worker = Worker(memory, worker_settings)
+    try:
+        if once:
+            return worker.run_once()
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        worker.start()
+        logging.getLogger("deltamem.worker").info("worker %s started", worker.owner)
+        stop.wait()
+        worker.stop(timeout=600.0)
+        return worker.stats.applied + worker.stats.failed
+    finally:
+        memory.close()

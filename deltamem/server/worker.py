@@ -1,35 +1,34 @@
 """The background worker: applies the sessions waiting in the session log.
 
-The API only logs a session (durably, before answering 202); this worker does the
-LLM work. It is one thread in the server process that
+The API only logs a session (durably, before answering 202); workers do the LLM
+work. A worker is one thread; `deltamem serve` runs one next to the API and
+`deltamem worker` runs more in other processes (or, with PostgreSQL, on other
+machines), all sharing the log as their queue. Each worker
 
-* processes pending sessions in log order (so each user's sessions apply in the
-  order they arrived), one at a time;
+* goes through the users with pending sessions and, holding the user's lease
+  (`deltamem.server.lease`), processes that user's oldest pending session; the
+  lease keeps the other workers off the user meanwhile, so a user's sessions apply
+  in the order they arrived and no LLM work is spent twice;
 * is at-least-once with idempotent application: a session is planned, then
   applied in one transaction that also marks it applied, so a crash before the
   commit leaves it pending and it is planned again, and a session already applied
   is never applied twice (no duplicate memories when a job runs again);
 * retries a failing session `max_attempts` times with exponential backoff, then
   parks it as ``failed`` with its error in the log; a parked session stays out of
-  the queue until `request_retry` (``POST /v1/jobs/{id}/retry``) puts it back. A
-  parked session does not hold back the user's later sessions;
+  the queue until `request_retry` (``POST /v1/jobs/{id}/retry``) puts it back,
+  durably, for every worker. A parked session does not hold back the user's later
+  sessions;
 * is restart-safe: the queue *is* the log, so on start it resumes whatever is
   pending (and failed sessions that still had tries left), and a job's status is
   read back from the log (pending / applied / failed, error, operations).
-
-A retry request lives in memory until the worker takes it: after a restart the
-session is still ``failed`` and the retry must be asked again. One worker thread
-serves one store. Several worker processes sharing a store (PostgreSQL) need
-leases on sessions (claim with an expiry, heartbeat, reclaim on expiry); that is
-a later step, as is a durable ``failed → pending`` transition in the Store.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
-from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from dataclasses import dataclass
 from deltamem.memory import Memory, SessionFailed
 from deltamem.server import scope
 from deltamem.server.config import WorkerSettings
+from deltamem.server.lease import LeaseBusy, UserLease, free_dead_local_leases, new_owner
 from deltamem.server.schemas import JobOut, JobStatus
 from deltamem.types import AddResult, SessionRecord
 
@@ -72,7 +72,7 @@ class Worker:
         self._state = threading.Condition()
         self._busy = False
         self._current: SessionKey | None = None
-        self._retry: deque[SessionKey] = deque()
+        self.owner = new_owner()
         self._thread: threading.Thread | None = None
 
     # --- lifecycle -----------------------------------------------------------------
@@ -100,8 +100,10 @@ class Worker:
         self._wake.set()
 
     def _run(self) -> None:
-        log.info("worker started")
+        log.info("worker %s started", self.owner)
+        self._lower_priority()
         try:
+            free_dead_local_leases(self.memory.store)
             self._resume_interrupted()
         except Exception:
             log.exception("cannot read the failed sessions of the log")
@@ -115,34 +117,48 @@ class Worker:
             self._wake.wait(self.settings.poll_interval)
         log.info("worker stopped")
 
+    def _lower_priority(self) -> None:
+        """Run this thread (and the LLM threads it starts, which inherit it) at a
+        lower CPU priority, so that on a small machine the API next to it keeps
+        answering in milliseconds while the LLM works. Linux: per-thread nice."""
+        if self.settings.nice and hasattr(os, "setpriority"):
+            try:
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.settings.nice)
+            except OSError:
+                log.info("could not lower the worker's CPU priority", exc_info=True)
+
     def _resume_interrupted(self) -> None:
-        """Queue again the failed sessions that had tries left when the last process
-        stopped (stopped during a backoff); sessions that used them all stay parked."""
+        """Queue again the failed sessions that had tries left when their worker
+        stopped (stopped during a backoff); sessions that used them all stay parked.
+        A user whose lease is held is being handled by a live worker: left alone."""
         for rec in self.memory.store.list_sessions(status="failed"):
-            if rec.attempts < self.settings.max_attempts:
-                self.request_retry(key_of(rec))
+            if rec.attempts >= self.settings.max_attempts:
+                continue
+            lease = self._lease(rec.user_id)
+            if lease.try_acquire():
+                with lease:
+                    self.memory.store.requeue_session(*key_of(rec))
 
     # --- the queue -----------------------------------------------------------------
-    def request_retry(self, key: SessionKey) -> None:
-        """Queue a parked (failed) session for another try."""
-        with self._state:
-            if key not in self._retry:
-                self._retry.append(key)
+    def _lease(self, user_id: str) -> UserLease:
+        return UserLease(self.memory.store, user_id, self.owner, self.settings.lease_seconds)
+
+    def request_retry(self, key: SessionKey) -> bool:
+        """Queue a parked (failed) session again with fresh tries, durably: any worker
+        may take it. False if it was not failed (pending or applied: nothing to do)."""
+        queued = self.memory.store.requeue_session(*key)
         self.wake()
+        return queued
 
     def current(self) -> SessionKey | None:
         return self._current
 
     def job_state(self, key: SessionKey) -> str | None:
-        """ "queued" (a retry waits), "running" (in hand, or between tries) or None.
-        Read this before the session's record: a job leaves these states only after
-        its outcome is in the log."""
+        """ "running" while this worker has the session in hand (between tries
+        included), else None. Read this before the session's record: a job leaves
+        this state only after its outcome is in the log."""
         with self._state:
-            if self._current == key:
-                return "running"
-            if key in self._retry:
-                return "queued"
-        return None
+            return "running" if self._current == key else None
 
     def job(self, key: SessionKey) -> JobOut | None:
         """A job as the log and the worker see it now (blocking: call it in a thread)."""
@@ -154,9 +170,8 @@ class Worker:
         status: JobStatus = rec.status
         if rec.status != "applied" and state == "running":
             status = "running"  # in hand, or waiting to be tried again
-        queued = rec.status != "applied" and state == "queued"
-        if queued:
-            status = "pending"
+        # a requeued session keeps its last error until it applies
+        queued = status == "pending" and rec.error is not None
         ops = self.memory.store.session_operations(*key) if rec.status == "applied" else None
         return JobOut(
             job_id=scope.job_id(user, rec.session_id, rec.agent_id),
@@ -176,44 +191,43 @@ class Worker:
             self._current = key
 
     def run_once(self) -> int:
-        """Process what is waiting now: retry requests, then pending sessions in log
-        order. Returns how many sessions were handled."""
+        """Process what is waiting now, user by user in order of their oldest pending
+        session, skipping users another worker holds. Returns how many sessions
+        were handled."""
         done = 0
         with self._state:
             self._busy = True
         try:
-            while not self._stop.is_set():
-                with self._state:
-                    key = self._retry.popleft() if self._retry else None
-                    if key is not None:
-                        self._current = key  # never seen neither queued nor running
-                if key is None:
-                    break
-                done += self._in_order(key)
-            for rec in self.memory.store.list_sessions(status="pending"):
+            free_dead_local_leases(self.memory.store)  # e.g. left by a kill -9
+            pending = self.memory.store.list_sessions(status="pending")
+            for user in dict.fromkeys(rec.user_id for rec in pending):
                 if self._stop.is_set():
                     break
-                done += self._in_order(key_of(rec))
+                done += self._drain(user)
         finally:
             with self._state:
                 self._busy = False
                 self._state.notify_all()
         return done
 
-    def _in_order(self, key: SessionKey) -> int:
-        """Handle a session after the same user's earlier pending ones (a replay may
-        have put earlier sessions back in the queue since the queue was read)."""
-        user, session, agent = key
-        rec = self.memory.store.get_session(user, session, agent)
-        if rec is None or rec.status == "applied":
-            return 0
+    def _drain(self, user: str) -> int:
+        """The user's pending sessions, oldest first, one lease per session (so a
+        replay or a synchronous add waits for one session, not the whole queue)."""
         done = 0
-        for earlier in self.memory.store.list_sessions(user, status="pending"):
-            if earlier.seq < rec.seq and earlier.agent_id == rec.agent_id:
-                self._handle(key_of(earlier))
+        tried: set[SessionKey] = set()
+        while not self._stop.is_set():
+            lease = self._lease(user)
+            if not lease.try_acquire():
+                break  # another worker is on this user
+            with lease:
+                pending = self.memory.store.list_sessions(user, status="pending")
+                if not pending or key_of(pending[0]) in tried:
+                    break  # done, or it stayed pending (stopped mid-backoff)
+                key = key_of(pending[0])
+                tried.add(key)
+                self._handle(key)
                 done += 1
-        self._handle(key)
-        return done + 1
+        return done
 
     def _handle(self, key: SessionKey) -> AddResult | None:
         """Process one session with retries; park it as failed if every try fails."""
@@ -289,28 +303,53 @@ class Worker:
             _ = self.memory.llm
 
     @contextmanager
-    def exclusive(self) -> Iterator[None]:
-        """Hold off the worker (e.g. while a user's memory is reset for replay)."""
-        with self._lock:
+    def exclusive(self, user_id: str) -> Iterator[None]:
+        """Hold every worker (of any process) off one user, e.g. while their memory
+        is reset for replay. Waits for the session in hand to finish; LeaseBusy if
+        that takes longer than `lease_wait` seconds."""
+        lease = self._lease(user_id)
+        if not lease.acquire(self.settings.lease_wait):
+            raise LeaseBusy(f"user {user_id!r} is being processed by another worker; try again")
+        with lease, self._lock:
             yield
 
     def process_now(self, rec: SessionRecord) -> AddResult:
-        """Apply one logged session in the calling thread (after the same user's
-        earlier pending sessions), under the worker's lock. Raises SessionFailed."""
+        """Apply one logged session in the calling thread, after the same user's
+        earlier pending sessions, holding the user's lease. If another worker holds
+        it, wait for that worker to apply the session. Raises SessionFailed."""
         self.ensure_llm()
-        with self._lock:
-            for earlier in self.memory.store.list_sessions(rec.user_id, status="pending"):
-                if earlier.seq < rec.seq and earlier.agent_id == rec.agent_id:
-                    self._handle(key_of(earlier))
-            self._set_current(key_of(rec))
-            try:
-                return self.memory.retry(rec.session_id, user_id=rec.user_id, agent_id=rec.agent_id)
-            finally:
-                self._set_current(None)
+        key = key_of(rec)
+        deadline = time.monotonic() + self.settings.lease_wait
+        while True:
+            lease = self._lease(rec.user_id)
+            if lease.try_acquire():
+                with lease:
+                    self._set_current(key)
+                    try:
+                        for earlier in self.memory.store.list_sessions(
+                            rec.user_id, status="pending"
+                        ):
+                            if earlier.seq < rec.seq:
+                                self._attempts(key_of(earlier))
+                        with self._lock:
+                            return self.memory.retry(
+                                rec.session_id, user_id=rec.user_id, agent_id=rec.agent_id
+                            )
+                    finally:
+                        self._set_current(None)
+            done = self._applied_meanwhile(key)
+            if done is not None:
+                return done
+            if time.monotonic() >= deadline:
+                raise SessionFailed(
+                    f"session {rec.session_id!r} is still queued behind another worker; "
+                    "it stays in the log and will be applied"
+                )
+            time.sleep(0.1)
 
     def idle(self) -> bool:
         with self._state:
-            if self._busy or self._retry:
+            if self._busy:
                 return False
         return not self.memory.store.list_sessions(status="pending")
 
@@ -330,5 +369,5 @@ class Worker:
             "busy": self._busy,
             "applied": self.stats.applied,
             "failed": self.stats.failed,
-            "queued_retries": len(self._retry),
+            "owner": self.owner,
         }

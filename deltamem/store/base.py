@@ -78,10 +78,34 @@ class Store(ABC):
     ) -> None: ...
 
     @abstractmethod
+    def requeue_session(self, user_id: str, session_id: str, agent_id: str | None = None) -> bool:
+        """Put a parked (failed) session back in the queue with fresh tries: status
+        pending, attempts 0, its last error kept until it applies. True if it was
+        failed; a pending or applied session is left as it is."""
+
+    @abstractmethod
     def session_operations(
         self, user_id: str, session_id: str, agent_id: str | None = None
     ) -> list[Operation]:
         """The operations recorded when the session was applied."""
+
+    # --- user leases (several workers on one log) ----------------------------------
+    @abstractmethod
+    def acquire_lease(self, user_id: str, owner: str, ttl: float) -> bool:
+        """Take the user's lease for `ttl` seconds if it is free, expired or already
+        `owner`'s. True if `owner` now holds it."""
+
+    @abstractmethod
+    def renew_lease(self, user_id: str, owner: str, ttl: float) -> bool:
+        """Extend `owner`'s lease by `ttl` seconds from now; False if it was lost."""
+
+    @abstractmethod
+    def release_lease(self, user_id: str, owner: str) -> None:
+        """Give the lease up (only if `owner` still holds it)."""
+
+    @abstractmethod
+    def list_leases(self) -> list[tuple[str, str]]:
+        """(user id, owner) of every lease not yet expired."""
 
     # --- writes ----------------------------------------------------------------
     @abstractmethod

@@ -60,6 +60,7 @@ _MEMORY_COLS = (
     "id, user_id, agent_id, content, timestamp, memory_type, keywords, session_id, turns, "
     "created_at, updated_at, version"
 )
+_NOW = "extract(epoch FROM clock_timestamp())"
 _SCOPE = "user_id=%s AND agent_id=%s AND session_id=%s"
 
 
@@ -271,6 +272,45 @@ class PostgresStore(Store):
                     WHERE {_SCOPE} AND status<>'applied'""",
                 (error[:2000], user_id, _agent(agent_id), session_id),
             )
+
+    def requeue_session(self, user_id: str, session_id: str, agent_id: str | None = None) -> bool:
+        with self._tx() as cur:
+            cur.execute(
+                f"""UPDATE sessions SET status='pending', attempts=0
+                    WHERE {_SCOPE} AND status='failed'""",
+                (user_id, _agent(agent_id), session_id),
+            )
+            return cur.rowcount == 1
+
+    # --- user leases (expiry on the database's clock) -----------------------------------
+    def acquire_lease(self, user_id: str, owner: str, ttl: float) -> bool:
+        with self._tx() as cur:
+            row = cur.execute(
+                f"""INSERT INTO user_leases (user_id, owner, expires_at)
+                    VALUES (%s, %s, {_NOW} + %s)
+                    ON CONFLICT (user_id) DO UPDATE
+                    SET owner=EXCLUDED.owner, expires_at=EXCLUDED.expires_at
+                    WHERE user_leases.owner=EXCLUDED.owner OR user_leases.expires_at < {_NOW}
+                    RETURNING owner""",
+                (user_id, owner, float(ttl)),
+            ).fetchone()
+            return row is not None
+
+    def renew_lease(self, user_id: str, owner: str, ttl: float) -> bool:
+        with self._tx() as cur:
+            cur.execute(
+                f"UPDATE user_leases SET expires_at={_NOW} + %s WHERE user_id=%s AND owner=%s",
+                (float(ttl), user_id, owner),
+            )
+            return cur.rowcount == 1
+
+    def release_lease(self, user_id: str, owner: str) -> None:
+        with self._tx() as cur:
+            cur.execute("DELETE FROM user_leases WHERE user_id=%s AND owner=%s", (user_id, owner))
+
+    def list_leases(self) -> list[tuple[str, str]]:
+        rows = self._read(f"SELECT user_id, owner FROM user_leases WHERE expires_at >= {_NOW}")
+        return [(r["user_id"], r["owner"]) for r in rows]
 
     def session_operations(
         self, user_id: str, session_id: str, agent_id: str | None = None

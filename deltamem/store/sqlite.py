@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -214,6 +215,47 @@ class SQLiteStore(Store):
                    WHERE user_id=? AND agent_id=? AND session_id=? AND status!='applied'""",
                 (error[:2000], user_id, _agent(agent_id), session_id),
             )
+
+    def requeue_session(self, user_id: str, session_id: str, agent_id: str | None = None) -> bool:
+        with self._tx() as db:
+            cur = db.execute(
+                """UPDATE sessions SET status='pending', attempts=0
+                   WHERE user_id=? AND agent_id=? AND session_id=? AND status='failed'""",
+                (user_id, _agent(agent_id), session_id),
+            )
+            return cur.rowcount == 1
+
+    # --- user leases (one machine: the processes share its clock) --------------------
+    def acquire_lease(self, user_id: str, owner: str, ttl: float) -> bool:
+        now = time.time()
+        with self._tx() as db:
+            db.execute(
+                """INSERT INTO user_leases (user_id, owner, expires_at) VALUES (?,?,?)
+                   ON CONFLICT (user_id) DO UPDATE
+                   SET owner=excluded.owner, expires_at=excluded.expires_at
+                   WHERE user_leases.owner=excluded.owner OR user_leases.expires_at < ?""",
+                (user_id, owner, now + ttl, now),
+            )
+            row = db.execute("SELECT owner FROM user_leases WHERE user_id=?", (user_id,)).fetchone()
+            return row is not None and row["owner"] == owner
+
+    def renew_lease(self, user_id: str, owner: str, ttl: float) -> bool:
+        with self._tx() as db:
+            cur = db.execute(
+                "UPDATE user_leases SET expires_at=? WHERE user_id=? AND owner=?",
+                (time.time() + ttl, user_id, owner),
+            )
+            return cur.rowcount == 1
+
+    def release_lease(self, user_id: str, owner: str) -> None:
+        with self._tx() as db:
+            db.execute("DELETE FROM user_leases WHERE user_id=? AND owner=?", (user_id, owner))
+
+    def list_leases(self) -> list[tuple[str, str]]:
+        rows = self._read(
+            "SELECT user_id, owner FROM user_leases WHERE expires_at >= ?", (time.time(),)
+        )
+        return [(r["user_id"], r["owner"]) for r in rows]
 
     def session_operations(
         self, user_id: str, session_id: str, agent_id: str | None = None

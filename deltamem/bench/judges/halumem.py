@@ -64,6 +64,7 @@ def judge_run(
         for r in records
         if r.get("kind") in ("point", "extracted", "update", "question")
         and str(r["key"]) not in done
+        and not r.get("not_judged")
     ]
     need_users = {r["user"] for r in todo if r["kind"] == "extracted"}
     sessions: dict[tuple[str, int], ds.Session] = {}

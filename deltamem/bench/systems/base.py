@@ -85,6 +85,9 @@ def count_tokens(text: str) -> int:
 
 class MemorySystem(ABC):
     name: str = "system"
+    # True when a session's "memories" are its raw turns: nothing was extracted,
+    # so the accuracy judge (is this extracted memory right?) does not apply.
+    stores_raw_turns: bool = False
 
     def __init__(self, llm: LLM | None = None) -> None:
         self.llm = llm  # the system's own LLM: charged for writes, used to answer

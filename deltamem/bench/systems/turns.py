@@ -43,6 +43,8 @@ def _time(m: dict[str, Any], default: datetime | None) -> datetime | None:
 class TurnSystem(MemorySystem):
     """Per-user lists of raw turns; subclasses decide what a search returns."""
 
+    stores_raw_turns = True
+
     def __init__(self, llm: LLM | None = None) -> None:
         super().__init__(llm)
         self.turns: dict[str, list[StoredTurn]] = {}
