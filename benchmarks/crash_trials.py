@@ -630,13 +630,13 @@ def main() -> None:
             if pg and url:
                 pg.drop(url)
             results.append(r)
-            if not args.json:
-                print(
-                    f"trial {t + 1}: {r.kill_phase} applied@kill={r.applied_at_kill} "
-                    f"acked={r.acked} ok={r.ok} recover={r.recover_s}s {r.notes}",
-                    file=sys.stderr,
-                    flush=True,
-                )
+            # progress on stderr; with --json the summary alone goes to stdout
+            print(
+                f"trial {t + 1}: {r.kill_phase} applied@kill={r.applied_at_kill} "
+                f"acked={r.acked} ok={r.ok} recover={r.recover_s}s {r.notes}",
+                file=sys.stderr,
+                flush=True,
+            )
     except KeyboardInterrupt:
         print("interrupted; stopping what was started", file=sys.stderr)
     finally:

@@ -47,6 +47,21 @@ def test_halumem_command(tmp_path: Path, scripted: None) -> None:
     assert set(m) == {"deltamem", "recent"}
     assert m["deltamem"]["qa"]["correct"] is not None
     assert m["deltamem"]["extraction"]["recall"] == pytest.approx(0.5)
+    # raw turns are not extracted memories: no accuracy verdicts for `recent`
+    assert m["recent"]["extraction"]["recall"] is not None
+    assert m["recent"]["extraction"]["accuracy"] is None
+    assert m["recent"]["extraction"]["target_precision"] is None
+    judged = [json.loads(x)["key"] for x in (out / "judgments.jsonl").read_text().splitlines()]
+    assert not [k for k in judged if k.startswith("recent|") and "|extracted|" in k]
+    assert [k for k in judged if k.startswith("deltamem|") and "|extracted|" in k]
+    # every call of the run is logged, and summed per purpose
+    calls = [json.loads(x) for x in (out / "llm_calls.jsonl").read_text().splitlines()]
+    purposes = {c["purpose"] for c in calls}
+    assert "manager" in purposes and "answer" in purposes
+    assert any(p.startswith("judge:") for p in purposes)
+    usage = json.loads((out / "llm_usage.json").read_text())
+    assert usage["manager"]["calls"] == sum(c["purpose"] == "manager" for c in calls)
+    assert 0.0 <= usage["manager"]["cached_share"] <= 1.0
     res = CliRunner().invoke(app, [*args, "--resume"])
     assert res.exit_code == 0, res.output
 
@@ -60,6 +75,19 @@ def test_locomo_command(tmp_path: Path, scripted: None) -> None:
     m = json.loads((out / "metrics.json").read_text())
     assert m["full"]["judge"] is None and m["full"]["f1"] > 0
     assert "by category" in (out / "report.html").read_text()
+
+
+def test_locomo_picks_conversations_by_sample_id(tmp_path: Path, scripted: None) -> None:
+    base = ["locomo", str(LOCOMO_FIX), "--systems", "recent", "--llm", "loc"]
+    res = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "a"), "--conversation", "tiny-1"])
+    assert res.exit_code == 0, res.output
+    records = (tmp_path / "a" / "results.jsonl").read_text()
+    assert "tiny-1" in records
+    res = CliRunner().invoke(
+        app, [*base, "--out", str(tmp_path / "b"), "--conversation", "conv-99"]
+    )
+    assert res.exit_code != 0
+    assert "conv-99" in str(res.exception) + res.output
 
 
 def test_unknown_system_is_refused(tmp_path: Path, scripted: None) -> None:

@@ -32,6 +32,12 @@ OutOpt = Annotated[Path, typer.Option("--out", help="Output directory.")]
 LLMOpt = Annotated[str | None, typer.Option("--llm", help="LLM spec of the systems.")]
 JudgeOpt = Annotated[str, typer.Option("--judge", help="'none' or an LLM spec for judges.")]
 EmbOpt = Annotated[str | None, typer.Option("--embedder", help="Embedder spec.")]
+TimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--timeout", help="Seconds one LLM call may take (a long session on a small CPU)."
+    ),
+]
 
 
 def _systems(spec: str) -> list[str]:
@@ -82,6 +88,7 @@ def halumem(
     judge: JudgeOpt = "none",
     embedder: EmbOpt = None,
     resume: Annotated[bool, typer.Option(help="Skip items already in results.jsonl.")] = False,
+    timeout: TimeoutOpt = 900.0,
 ) -> None:
     """HaluMem: extraction, updating and QA, item by item (SPEC §4.1)."""
     from deltamem.bench.halumem import HaluMemRun, run_halumem, write_metrics
@@ -91,7 +98,7 @@ def halumem(
 
     names = _systems(systems)
     emb = make_embedder(embedder)
-    model = make_llm(llm)
+    model = make_llm(llm, timeout=timeout)
     log_calls(model, out)
     with _progress() as advance:
         run = HaluMemRun(
@@ -107,7 +114,7 @@ def halumem(
         if judge.strip().lower() != "none":
             from deltamem.bench.judges.halumem import judge_run
 
-            judge_llm = model if judge.strip() == (llm or "") else make_llm(judge)
+            judge_llm = model if judge.strip() == (llm or "") else make_llm(judge, timeout=timeout)
             if judge_llm is not model:
                 log_calls(judge_llm, out)
             judge_run(out, data, judge_llm, progress=advance)
@@ -121,6 +128,10 @@ def locomo(
     systems: SystemsOpt = "deltamem",
     out: OutOpt = Path("bench-out/locomo"),
     conversations: Annotated[int | None, typer.Option(help="First N conversations.")] = None,
+    conversation: Annotated[
+        list[str] | None,
+        typer.Option("--conversation", help="Only this sample id (repeatable), e.g. conv-30."),
+    ] = None,
     sessions: Annotated[int | None, typer.Option(help="First N sessions each.")] = None,
     llm: LLMOpt = None,
     judge: JudgeOpt = "none",
@@ -129,6 +140,7 @@ def locomo(
     both_as_user: Annotated[
         bool, typer.Option(help="Give both speakers role 'user' (default: B is 'assistant').")
     ] = False,
+    timeout: TimeoutOpt = 900.0,
 ) -> None:
     """LoCoMo: token F1, BLEU-1, evidence recall (and an LLM judge when given)."""
     from deltamem.bench.locomo import LocomoRun, run_locomo
@@ -138,11 +150,11 @@ def locomo(
 
     names = _systems(systems)
     emb = make_embedder(embedder)
-    model = make_llm(llm)
+    model = make_llm(llm, timeout=timeout)
     log_calls(model, out)
     judge_llm = None
     if judge.strip().lower() != "none":
-        judge_llm = model if judge.strip() == (llm or "") else make_llm(judge)
+        judge_llm = model if judge.strip() == (llm or "") else make_llm(judge, timeout=timeout)
         if judge_llm is not model:
             log_calls(judge_llm, out)
     with _progress() as advance:
@@ -151,6 +163,7 @@ def locomo(
             out=out,
             systems=names,
             conversations=conversations,
+            only=tuple(conversation or ()),
             sessions=sessions,
             resume=resume,
             both_as_user=both_as_user,
@@ -188,6 +201,7 @@ def agreement(
     judges: Annotated[
         str, typer.Option("--judges", help="Comma-separated subset of the judges.")
     ] = "integrity,accuracy,update,qa",
+    timeout: TimeoutOpt = 900.0,
 ) -> None:
     """The judge's agreement with hand labels: n, accuracy, Cohen's kappa, confusion."""
     from rich.table import Table
@@ -199,7 +213,7 @@ def agreement(
     unknown = [j for j in names if j not in JUDGES]
     if unknown or not names:
         raise typer.BadParameter(f"unknown judge(s) {unknown}; choose from {', '.join(JUDGES)}")
-    model = make_llm(judge)
+    model = make_llm(judge, timeout=timeout)
     try:
         with _progress() as advance:
             report = run_agreement(

@@ -42,6 +42,7 @@ class LocomoRun:
     out: Path
     systems: Sequence[str]
     conversations: int | None = None
+    only: Sequence[str] = ()  # sample ids (e.g. "conv-30"); empty: all
     sessions: int | None = None
     resume: bool = False
     qa_k: int = QA_K
@@ -75,6 +76,11 @@ def run_locomo(
 
         qa_judge = LocomoJudge(judge, run.out)
     convs = ds.load(run.data, limit=run.conversations)
+    if run.only:
+        convs = [c for c in convs if c.sample_id in run.only]
+        missing = set(run.only) - {c.sample_id for c in convs}
+        if missing:
+            raise ValueError(f"no conversation {', '.join(sorted(missing))} in {run.data}")
     try:
         for name in run.systems:
             work = run.out / "systems" / name

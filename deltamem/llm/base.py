@@ -128,6 +128,11 @@ class LLM(ABC):
     def context_window(self) -> int:
         return 8192
 
+    def with_context(self, n_ctx: int) -> LLM:
+        """An LLM on the same model with at least `n_ctx` tokens of context and its
+        own prompt cache. Remote models: this one (their context is the server's)."""
+        return self
+
     # --- shared behaviour --------------------------------------------------------
     def on_call(self, listener: Callable[[CallRecord], None]) -> None:
         """Register a callback that receives every CallRecord (used for logging)."""

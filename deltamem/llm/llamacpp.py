@@ -54,7 +54,9 @@ class LlamaCppLLM(LLM):
             verbose=False,
         )
         self.name = name or path.stem
+        self.model_path = path
         self._n_ctx = n_ctx
+        self._n_threads = n_threads
         self._evaluated = 0
         self._engine_lock = threading.Lock()
         self._deadline: float | None = None
@@ -74,6 +76,18 @@ class LlamaCppLLM(LLM):
     @property
     def context_window(self) -> int:
         return self._n_ctx
+
+    def with_context(self, n_ctx: int) -> LLM:
+        """A second engine on the same weights (mmap-shared) with a larger context
+        and its own KV cache, so a caller with a long fixed prompt keeps it cached."""
+        return LlamaCppLLM(
+            self.model_path,
+            n_ctx=max(n_ctx, self._n_ctx),
+            n_threads=self._n_threads,
+            timeout=self.timeout,
+            retries=self.retries,
+            name=self.name,
+        )
 
     def count_tokens(self, text: str) -> int:
         return len(self._llama.tokenize(text.encode("utf-8", "replace"), add_bos=False))

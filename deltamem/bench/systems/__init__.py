@@ -4,10 +4,10 @@ Adapters: `deltamem` (our agentic manager), `pipeline` (Mem0's multi-agent
 write path on our ports: one extraction call, then per fact a search and an
 ADD/UPDATE/DELETE/NONE decision call), `retrieval` (raw turns, embedding
 search, no LLM on write), `recent` (last N turns), `full` (the whole history,
-cut to a token budget).
-
-TODO: a `mem0` adapter for the third-party library is still to be written; it
-plugs in by subclassing `MemorySystem` and registering a factory in `SYSTEMS`.
+cut to a token budget), `mem0` (the real `mem0ai` package, optional extra,
+run on our model and embeddings through a loopback OpenAI-compatible endpoint).
+A new system plugs in by subclassing `MemorySystem` and registering a factory
+in `SYSTEMS`.
 """
 
 from deltamem.bench.systems.base import Cost, MemorySystem, Retrieved

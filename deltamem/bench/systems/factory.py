@@ -20,7 +20,14 @@ SYSTEMS: dict[str, Factory] = {
     "retrieval": lambda llm, emb, work: RetrievalSystem(emb, llm=llm),
     "recent": lambda llm, emb, work: RecentSystem(llm=llm),
     "full": lambda llm, emb, work: FullSystem(llm=llm),
+    "mem0": lambda llm, emb, work: _mem0(llm, emb, work),
 }
+
+
+def _mem0(llm: LLM, embedder: Embedder, work: Path) -> MemorySystem:
+    from deltamem.bench.systems.mem0_system import Mem0System  # optional extra
+
+    return Mem0System(llm, embedder, work / "mem0")
 
 
 def make_system(name: str, llm: LLM, embedder: Embedder, workdir: Path) -> MemorySystem:
