@@ -64,6 +64,10 @@ def test_halumem_command(tmp_path: Path, scripted: None) -> None:
     assert 0.0 <= usage["manager"]["cached_share"] <= 1.0
     res = CliRunner().invoke(app, [*args, "--resume"])
     assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(app, ["tables", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "| deltamem | 0.500 |" in res.output  # recall, as in metrics.json
+    assert "| recent |" in res.output and "judge:qa" in res.output
 
 
 def test_locomo_command(tmp_path: Path, scripted: None) -> None:
@@ -75,6 +79,9 @@ def test_locomo_command(tmp_path: Path, scripted: None) -> None:
     m = json.loads((out / "metrics.json").read_text())
     assert m["full"]["judge"] is None and m["full"]["f1"] > 0
     assert "by category" in (out / "report.html").read_text()
+    res = CliRunner().invoke(app, ["tables", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "f1 by category" in res.output and "| full |" in res.output
 
 
 def test_locomo_picks_conversations_by_sample_id(tmp_path: Path, scripted: None) -> None:

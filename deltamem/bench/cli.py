@@ -187,6 +187,18 @@ def report(
 
 
 @app.command()
+def tables(
+    out: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="A run's output dir.")],
+) -> None:
+    """Print a run's metrics (and LLM usage) as Markdown tables."""
+    from deltamem.bench.markdown import run_tables
+
+    if not (out / "metrics.json").exists():
+        raise typer.BadParameter(f"{out / 'metrics.json'} does not exist: run a benchmark first")
+    typer.echo(run_tables(out))
+
+
+@app.command()
 def agreement(
     judge: Annotated[str, typer.Option("--judge", help="LLM spec of the judge to measure.")],
     labels: Annotated[

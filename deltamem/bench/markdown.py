@@ -1,0 +1,138 @@
+"""A run's metrics as Markdown tables, for docs/benchmarks.md (`deltamem bench
+tables OUT`): the same numbers as metrics.json, systems side by side."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from deltamem.bench.log import USAGE
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}" if abs(v) < 1000 else f"{v:,.0f}"
+    return str(v)
+
+
+def _get(d: Any, *path: str) -> Any:
+    for p in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(p)
+    return d
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(_fmt(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _metric_rows(
+    metrics: dict[str, Any], section: str | None, keys: Sequence[str]
+) -> list[list[Any]]:
+    path = (section,) if section else ()
+    return [[s, *(_get(m, *path, k) for k in keys)] for s, m in metrics.items()]
+
+
+COST_KEYS = (
+    "llm_calls_per_session",
+    "prompt_tokens_per_session",
+    "session_tokens_per_session",
+    "write_amplification",
+    "qpm",
+    "add_seconds",
+    "search_seconds",
+)
+
+
+def halumem_tables(metrics: dict[str, Any]) -> str:
+    ext = ("recall", "weighted_recall", "target_precision", "accuracy", "fmr", "f1", "state_f1")
+    parts = [
+        "Memory extraction",
+        table(["system", *ext], _metric_rows(metrics, "extraction", ext)),
+        "Memory updating",
+        table(
+            ["system", "correct", "hallucination", "omission"],
+            _metric_rows(metrics, "update", ("correct", "hallucination", "omission")),
+        ),
+        "Question answering",
+        table(
+            ["system", "correct", "hallucination", "omission"],
+            _metric_rows(metrics, "qa", ("correct", "hallucination", "omission")),
+        ),
+        "Judge-free retrieval checks",
+        table(
+            ["system", "update hit@10", "QA evidence recall@20", "errors"],
+            _metric_rows(
+                metrics, "retrieval", ("update_hit_at_10", "qa_evidence_recall_at_20", "errors")
+            ),
+        ),
+        "Cost (per session; seconds are totals)",
+        table(["system", *COST_KEYS], _metric_rows(metrics, "cost", COST_KEYS)),
+    ]
+    types = sorted({t for m in metrics.values() for t in (_get(m, "qa", "by_type") or {})})
+    if types:
+        rows = []
+        for s, m in metrics.items():
+            by = _get(m, "qa", "by_type") or {}
+            rows.append([s, *(_get(by, t, "correct") for t in types)])
+        parts += ["QA correct by question type", table(["system", *types], rows)]
+    return "\n\n".join(parts)
+
+
+def locomo_tables(metrics: dict[str, Any]) -> str:
+    keys = ("f1", "bleu1", "judge", "evidence_recall")
+    parts = [
+        "Overall (categories 1–4)",
+        table(["system", *keys], _metric_rows(metrics, None, keys)),
+    ]
+    cats = sorted({c for m in metrics.values() for c in (m.get("by_category") or {})})
+    for key in ("f1", "judge", "evidence_recall"):
+        rows = [[s, *(_get(m, "by_category", c, key) for c in cats)] for s, m in metrics.items()]
+        parts += [f"{key} by category", table(["system", *cats], rows)]
+    parts += [
+        "Cost (per session; seconds are totals)",
+        table(["system", *COST_KEYS], _metric_rows(metrics, "cost", COST_KEYS)),
+    ]
+    return "\n\n".join(parts)
+
+
+def usage_table(usage: dict[str, dict[str, float]]) -> str:
+    rows = [
+        [
+            purpose,
+            int(u["calls"]),
+            int(u["prompt_tokens"]),
+            int(u["cached_tokens"]),
+            u["cached_share"],
+            int(u["completion_tokens"]),
+            u["seconds_per_call"],
+        ]
+        for purpose, u in sorted(usage.items())
+    ]
+    return table(
+        ["purpose", "calls", "prompt tok", "from KV cache", "cached share", "generated", "s/call"],
+        rows,
+    )
+
+
+def run_tables(out: Path) -> str:
+    """All tables of the run in OUT (metrics.json, and llm_usage.json if present)."""
+    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    first = next(iter(metrics.values()), {})
+    body = halumem_tables(metrics) if "extraction" in first else locomo_tables(metrics)
+    usage_path = out / USAGE
+    if usage_path.exists():
+        usage = json.loads(usage_path.read_text(encoding="utf-8"))
+        body += "\n\nLLM calls by purpose (the whole run)\n\n" + usage_table(usage)
+    return body + "\n"
