@@ -93,6 +93,6 @@ def test_deltamem_adapter_accounts_llm_use(tmp_path: Path, embedder: Embedder) -
 
 
 def test_registry() -> None:
-    assert set(SYSTEMS) == {"deltamem", "pipeline", "retrieval", "recent", "full"}
+    assert set(SYSTEMS) == {"deltamem", "pipeline", "retrieval", "recent", "full", "mem0"}
     with pytest.raises(ValueError, match="unknown system"):
         make_system("nope", ScriptedLLM(), None, Path("."))  # type: ignore[arg-type]

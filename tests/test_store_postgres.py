@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,10 @@ from deltamem.store.sqlite import SQLiteStore
 pytest.importorskip("psycopg")
 from deltamem.store.postgres import PostgresStore
 
+# the scripts shipped in deltamem/store/migrations_pg
+MIGRATIONS = sum(
+    1 for p in resources.files("deltamem.store.migrations_pg").iterdir() if p.name.endswith(".sql")
+)
 DIM = 16
 _pg_server = pg_server_fixture()  # the session's server, shared with conftest's
 
@@ -67,8 +72,8 @@ def test_migrations_run_once_and_survive_reconnect(
     assert b.get(op.memory_id or "") is not None
     assert b.list_sessions("u1")[0].status == "applied"
     with pg_server.connect(pg_dsn) as conn:
-        versions = conn.execute("SELECT version FROM schema_version").fetchall()
-        assert versions == [(1,)]
+        versions = conn.execute("SELECT version FROM schema_version ORDER BY 1").fetchall()
+        assert versions == [(n,) for n in range(1, MIGRATIONS + 1)]  # each applied once
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         assert meta == {"dim": str(DIM), "embedder": "test"}
         indexes = dict(
@@ -108,7 +113,7 @@ def test_concurrent_first_connects_migrate_once(pg_dsn: str, pg_server: PgServer
         s.close()
     assert errors == [] and len(stores) == 4
     with pg_server.connect(pg_dsn) as conn:
-        assert conn.execute("SELECT count(*) FROM schema_version").fetchone() == (1,)
+        assert conn.execute("SELECT count(*) FROM schema_version").fetchone() == (MIGRATIONS,)
 
 
 def test_two_instances_share_one_database(open_store: Callable[..., PostgresStore]) -> None:

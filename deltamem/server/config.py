@@ -39,7 +39,7 @@ class WorkerSettings:
     backoff: float = 2.0  # seconds before the 2nd try, doubled for each further one
     lease_seconds: float = 30.0  # a user's lease lives this long unless renewed (every third)
     lease_wait: float = 120.0  # how long a replay or a synchronous add waits for a lease
-    nice: int = 10  # CPU niceness of the worker thread and its LLM threads (0: as the API)
+    nice: int = 10  # added to the worker thread's niceness (its LLM threads inherit it)
 
 
 def parse_keys(spec: str) -> dict[str, str]:

@@ -123,7 +123,9 @@ class Worker:
         answering in milliseconds while the LLM works. Linux: per-thread nice."""
         if self.settings.nice and hasattr(os, "setpriority"):
             try:
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.settings.nice)
+                tid = threading.get_native_id()
+                current = os.getpriority(os.PRIO_PROCESS, tid)
+                os.setpriority(os.PRIO_PROCESS, tid, min(19, current + self.settings.nice))
             except OSError:
                 log.info("could not lower the worker's CPU priority", exc_info=True)
 
