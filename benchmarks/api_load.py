@@ -208,8 +208,19 @@ class Samples:
 
 
 async def load(
-    url: str, clients: int, seconds: float, users: int, submit_share: float, seed: int
+    url: str,
+    clients: int,
+    seconds: float,
+    users: int,
+    submit_share: float,
+    seed: int,
+    rate: float = 0.0,
 ) -> dict[str, Any]:
+    """Closed loop (`rate` 0): each client sends its next request as soon as the last
+    one is answered, so latency at many clients is mostly queueing and the figure
+    that matters is throughput. Paced (`rate` > 0): each client starts a request
+    every 1/rate s; latency is counted from the scheduled start, so a server that
+    falls behind is charged for the wait (no coordinated omission)."""
     stats = {"submit": Samples(), "search": Samples()}
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     timeout = httpx.Timeout(30.0)
@@ -223,8 +234,14 @@ async def load(
         async def one(c: int) -> None:
             rng = random.Random(seed * 1000 + c)
             i = 0
+            start = time.perf_counter() + (rng.random() / rate if rate > 0 else 0.0)
             while time.perf_counter() < deadline:
                 i += 1
+                due = start + (i - 1) / rate if rate > 0 else None
+                if due is not None:
+                    if due >= deadline:
+                        break
+                    await asyncio.sleep(max(0.0, due - time.perf_counter()))
                 user = f"user{rng.randrange(users)}"
                 if rng.random() < submit_share:
                     kind = "submit"
@@ -242,7 +259,7 @@ async def load(
                     kind = "search"
                     body = {"query": rng.choice(QUERIES), "user_id": user, "limit": 10}
                     path, ok = "/v1/search", 200
-                t = time.perf_counter()
+                t = due if due is not None else time.perf_counter()
                 try:
                     r = await client.post(path, json=body)
                     status = str(r.status_code)
@@ -272,11 +289,17 @@ def main() -> None:
     ap.add_argument("--memories-per-user", type=int, default=50)
     ap.add_argument("--submit-share", type=float, default=0.5, help="share of submissions")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="requests/s per client (paced, open loop); 0: closed loop, as fast as answered",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     counts = [int(c) for c in args.clients.split(",") if c.strip()]
-    if not counts or min(counts) < 1 or args.seconds <= 0:
-        ap.error("--clients must be positive integers and --seconds > 0")
+    if not counts or min(counts) < 1 or args.seconds <= 0 or args.rate < 0:
+        ap.error("--clients must be positive integers, --seconds > 0 and --rate >= 0")
 
     def on_term(*_: Any) -> None:
         raise KeyboardInterrupt
@@ -285,7 +308,12 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="deltamem-load-"))
     pg: PgServer | None = None
     api: ApiServer | None = None
-    result: dict[str, Any] = {"backend": args.backend, "llm": args.llm, "clients": {}}
+    result: dict[str, Any] = {
+        "backend": args.backend,
+        "llm": args.llm,
+        "mode": f"paced, {args.rate:g} requests/s per client" if args.rate else "closed loop",
+        "clients": {},
+    }
     code = 0
     try:
         if args.backend == "postgres":
@@ -304,7 +332,7 @@ def main() -> None:
         api.wait_ready()
         for c in counts:
             result["clients"][str(c)] = asyncio.run(
-                load(api.url, c, args.seconds, args.users, args.submit_share, args.seed)
+                load(api.url, c, args.seconds, args.users, args.submit_share, args.seed, args.rate)
             )
             if not args.json:
                 print(c, result["clients"][str(c)], file=sys.stderr, flush=True)

@@ -51,6 +51,9 @@ class MiniLMEmbedder(Embedder):
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads or int(os.environ.get("DELTAMEM_THREADS", 0)) or 2
         opts.inter_op_num_threads = 1
+        # no busy-waiting between ops: on a small machine shared with a web server and
+        # an LLM, spinning threads take the CPU the others need (a query is ~2 ms anyway)
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(
             str(model_path), sess_options=opts, providers=["CPUExecutionProvider"]
         )
