@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from typer.testing import CliRunner
 
 import deltamem.llm
 from deltamem.bench.cli import app
+from deltamem.bench.log import RunDirBusy, exclusive_run
 
 
 @pytest.fixture
@@ -103,3 +106,45 @@ def test_unknown_system_is_refused(tmp_path: Path, scripted: None) -> None:
     )
     assert res.exit_code != 0
     assert "unknown system" in res.output
+
+
+def _hold_run_dir(out: Path) -> subprocess.Popen[bytes]:
+    """Another process that holds OUT as a bench run does, until killed."""
+    code = (
+        "import sys, time; from pathlib import Path\n"
+        "from deltamem.bench.log import exclusive_run\n"
+        "with exclusive_run(Path(sys.argv[1])):\n"
+        "    print('held', flush=True); time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, str(out)], stdout=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == b"held"
+    return proc
+
+
+def test_a_second_run_on_a_busy_run_dir_is_refused_and_writes_nothing(
+    tmp_path: Path, scripted: None
+) -> None:
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "results.jsonl").write_text('{"key": "someone else\'s item"}\n')
+    holder = _hold_run_dir(out)
+    try:
+        with pytest.raises(RunDirBusy, match=f"pid {holder.pid}"), exclusive_run(out):
+            pass
+        # without --resume a run starts results.jsonl afresh: it must not get that far
+        res = CliRunner().invoke(
+            app, ["halumem", str(FIX), "--systems", "recent", "--out", str(out), "--users", "1"]
+        )
+        assert res.exit_code == 2
+        assert "in use by another bench run" in " ".join(res.output.split())
+        assert (out / "results.jsonl").read_text() == '{"key": "someone else\'s item"}\n'
+        assert not (out / "metrics.json").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    # the lock dies with its process, however it ends
+    res = CliRunner().invoke(
+        app, ["halumem", str(FIX), "--systems", "recent", "--out", str(out), "--users", "1"]
+    )
+    assert res.exit_code == 0, res.output
+    assert (out / "metrics.json").exists()

@@ -72,6 +72,19 @@ def _progress() -> Iterator[Callable[[str, int], None]]:
         yield advance
 
 
+@contextmanager
+def _own(out: Path) -> Iterator[None]:
+    """This process alone writes to OUT while the command runs."""
+    from deltamem.bench.log import RunDirBusy, exclusive_run
+
+    try:
+        with exclusive_run(out):
+            yield
+    except RunDirBusy as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+
+
 def _summary(metrics: dict, out: Path) -> None:
     console.print(f"[bold]metrics[/bold] → {out / 'metrics.json'}")
     console.print_json(json.dumps(metrics, default=str)[:20000])
@@ -100,7 +113,7 @@ def halumem(
     emb = make_embedder(embedder)
     model = make_llm(llm, timeout=timeout)
     log_calls(model, out)
-    with _progress() as advance:
+    with _own(out), _progress() as advance:
         run = HaluMemRun(
             data=data,
             out=out,
@@ -157,7 +170,7 @@ def locomo(
         judge_llm = model if judge.strip() == (llm or "") else make_llm(judge, timeout=timeout)
         if judge_llm is not model:
             log_calls(judge_llm, out)
-    with _progress() as advance:
+    with _own(out), _progress() as advance:
         run = LocomoRun(
             data=data,
             out=out,
@@ -227,7 +240,7 @@ def agreement(
         raise typer.BadParameter(f"unknown judge(s) {unknown}; choose from {', '.join(JUDGES)}")
     model = make_llm(judge, timeout=timeout)
     try:
-        with _progress() as advance:
+        with _own(out), _progress() as advance:
             report = run_agreement(
                 labels, model, data=data, out=out, judges=names, progress=advance
             )

@@ -4,13 +4,46 @@ unique `key`; a resumed run skips keys already present."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 RESULTS = "results.jsonl"
+LOCK = ".lock"
+
+
+class RunDirBusy(RuntimeError):
+    """Another bench process holds the run directory."""
+
+
+@contextmanager
+def exclusive_run(out: Path) -> Iterator[None]:
+    """Hold OUT for one bench process: two runs appending to the same results,
+    call log and caches would interleave their records. The lock is an advisory
+    flock, so it goes away with the process however that ends."""
+    out.mkdir(parents=True, exist_ok=True)
+    fh = (out / LOCK).open("a+", encoding="utf-8")
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "unknown"
+            raise RunDirBusy(
+                f"{out} is in use by another bench run (pid {holder}); "
+                "wait for it or choose another --out"
+            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        yield
+    finally:
+        fh.close()
 
 
 def read_records(path: Path) -> Iterator[dict[str, Any]]:
