@@ -1,7 +1,8 @@
 """Judge agreement: how often an LLM judge gives the label a careful human gave.
 
 Labels live in JSONL files, one per judge (`integrity.jsonl`, `accuracy.jsonl`,
-`update.jsonl`, `qa.jsonl`; see bench/labels/README.md). Each item holds the
+`update.jsonl`, `qa.jsonl`, and `locomo.jsonl` for the LoCoMo judge; see
+bench/labels/README.md). Each item holds the
 judge's inputs, the human label and a one-line justification. Accuracy items
 do not copy the dialogue: they name a session of the dev data (`source`: file,
 user, session) and the dialogue and reference facts are read from there, in the
@@ -26,6 +27,7 @@ from deltamem.bench.judges.base import (
     ACCURACY,
     CACHE,
     INTEGRITY,
+    LOCOMO,
     QA,
     UPDATE,
     Judge,
@@ -35,15 +37,22 @@ from deltamem.bench.judges.base import (
 from deltamem.bench.judges.halumem import _dialogue
 from deltamem.llm.base import LLM, LLMError
 
-JUDGES = ("integrity", "accuracy", "update", "qa")
+JUDGES = ("integrity", "accuracy", "update", "qa", "locomo")
 CLASSES: dict[str, list[Any]] = {
     "integrity": [0, 1, 2],
     "accuracy": [0, 1, 2],
     "included": [False, True],
     "update": ["correct", "hallucination", "omission", "other"],
     "qa": ["correct", "hallucination", "omission"],
+    "locomo": ["correct", "wrong"],
 }
-SCHEMAS = {"integrity": INTEGRITY, "accuracy": ACCURACY, "update": UPDATE, "qa": QA}
+SCHEMAS = {
+    "integrity": INTEGRITY,
+    "accuracy": ACCURACY,
+    "update": UPDATE,
+    "qa": QA,
+    "locomo": LOCOMO,
+}
 
 
 class LabelError(ValueError):
@@ -158,6 +167,10 @@ def ask(
         return judge.ask(
             old=lines(list(x["old"])), new=x["new"], memories=lines(list(x["memories"]))
         )
+    if name == "locomo":  # as LocomoJudge asks it
+        return judge.ask(
+            question=x["question"], answer=x["answer"], prediction=x["prediction"] or ""
+        )
     return judge.ask(
         question=x["question"],
         answer=x["answer"],
@@ -167,7 +180,9 @@ def ask(
 
 
 def _verdict(name: str, reply: dict[str, Any]) -> Any:
-    return reply["score"] if name in ("integrity", "accuracy") else reply["verdict"]
+    if name in ("integrity", "accuracy"):
+        return reply["score"]
+    return reply["label"] if name == "locomo" else reply["verdict"]
 
 
 def run_agreement(

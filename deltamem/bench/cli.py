@@ -225,7 +225,7 @@ def agreement(
     ] = Path("runs/agreement"),
     judges: Annotated[
         str, typer.Option("--judges", help="Comma-separated subset of the judges.")
-    ] = "integrity,accuracy,update,qa",
+    ] = "integrity,accuracy,update,qa,locomo",
     timeout: TimeoutOpt = 900.0,
 ) -> None:
     """The judge's agreement with hand labels: n, accuracy, Cohen's kappa, confusion."""
