@@ -230,3 +230,19 @@ def test_llamacpp_timeout_then_normal_answer() -> None:
         max_tokens=64,
     )
     assert isinstance(value, dict)
+
+
+def test_llamacpp_twin_engine_reports_to_the_same_call_log() -> None:
+    from deltamem.llm.llamacpp import LlamaCppLLM
+
+    llm = LlamaCppLLM(weights.tiny_model_path(), n_ctx=1024, n_threads=1, timeout=60)
+    seen: list[str] = []
+    llm.on_call(lambda rec: seen.append(rec.purpose))
+    twin = llm.with_context(2048)
+    assert twin is not llm and twin.context_window == 2048
+    twin.complete([{"role": "user", "content": "Hi"}], purpose="twin", max_tokens=4)
+    later: list[str] = []
+    llm.on_call(lambda rec: later.append(rec.purpose))  # registered after the twin was made
+    twin.complete([{"role": "user", "content": "Hi"}], purpose="again", max_tokens=4)
+    assert seen == ["twin", "again"] and later == ["again"]
+    assert llm.usage.calls == 0 and twin.usage.calls == 2  # cost stays with the engine used

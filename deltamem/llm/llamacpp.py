@@ -80,7 +80,7 @@ class LlamaCppLLM(LLM):
     def with_context(self, n_ctx: int) -> LLM:
         """A second engine on the same weights (mmap-shared) with a larger context
         and its own KV cache, so a caller with a long fixed prompt keeps it cached."""
-        return LlamaCppLLM(
+        twin = LlamaCppLLM(
             self.model_path,
             n_ctx=max(n_ctx, self._n_ctx),
             n_threads=self._n_threads,
@@ -88,6 +88,10 @@ class LlamaCppLLM(LLM):
             retries=self.retries,
             name=self.name,
         )
+        # the same listeners (one list, so later ones too): a run's call log
+        # must see the calls of every engine the run uses
+        twin._listeners = self._listeners
+        return twin
 
     def count_tokens(self, text: str) -> int:
         return len(self._llama.tokenize(text.encode("utf-8", "replace"), add_bos=False))
