@@ -15,7 +15,7 @@ import pytest
 from fakes import ScriptedLLM, add, ops
 
 from deltamem.llm import weights
-from deltamem.llm.base import LLMOutputError, LLMTimeout
+from deltamem.llm.base import LLMOutputError, LLMTimeout, free_layout
 from deltamem.llm.jsonrepair import close_truncated
 from deltamem.llm.weights import PartedModel, WeightsMissing
 from deltamem.manager import schema
@@ -246,3 +246,28 @@ def test_llamacpp_twin_engine_reports_to_the_same_call_log() -> None:
     twin.complete([{"role": "user", "content": "Hi"}], purpose="again", max_tokens=4)
     assert seen == ["twin", "again"] and later == ["again"]
     assert llm.usage.calls == 0 and twin.usage.calls == 2  # cost stays with the engine used
+
+
+def test_llamacpp_free_layout_lets_the_model_indent_as_it_would_unconstrained() -> None:
+    """llama-cpp-python's schema grammars allow one optional space between tokens; a
+    model asked for indented JSON is then pushed off its own path (here it even
+    changes what it says). A free-layout schema restores llama.cpp's whitespace."""
+    from deltamem.llm.llamacpp import LlamaCppLLM
+
+    llm = LlamaCppLLM(weights.tiny_model_path(), n_ctx=1024, n_threads=1, timeout=60)
+    ask = [
+        {
+            "role": "user",
+            "content": "Return this as pretty-printed JSON with 2-space indentation, one key "
+            "per line: name Alice, city Paris.",
+        }
+    ]
+    anything = {"type": "object"}
+    compact = llm._call(ask, schema=anything, max_tokens=80, temperature=0, purpose="t").text
+    free = llm._call(
+        ask, schema=free_layout(anything), max_tokens=80, temperature=0, purpose="t"
+    ).text
+    assert "\n" not in compact
+    assert free.startswith('{\n  "name": "Alice",\n')
+    value = llm.complete_json(ask, free_layout(anything), purpose="t", max_tokens=120)
+    assert value.get("name") == "Alice"

@@ -15,6 +15,21 @@ from typing import Any
 
 from deltamem.llm.jsonrepair import close_truncated
 
+# A schema carrying this `$comment` asks for JSON in any layout (newlines and
+# indentation allowed), as OpenAI's JSON modes allow. Our own prompts show
+# compact JSON and decode under a compact grammar; prompts written for other
+# models often show indented JSON, and a 1.5B model held to one line then takes
+# a different, worse path (seen: mem0's extraction prompt answered `{"memory": []}`
+# under a compact grammar, five memories without one). Other keywords of JSON
+# Schema ignore `$comment`, so remote servers get a plain schema.
+FREE_LAYOUT = "deltamem: any JSON layout"
+
+
+def free_layout(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema`, marked so that the reply may be laid out freely."""
+    return {"$comment": FREE_LAYOUT, **schema}
+
+
 ChatMessage = dict[str, str]
 
 

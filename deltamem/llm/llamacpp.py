@@ -8,13 +8,16 @@ how much of each prompt came from that cache.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from deltamem.llm.base import LLM, ChatMessage, Completion, LLMError, LLMTimeout
+from deltamem.llm.base import FREE_LAYOUT, LLM, ChatMessage, Completion, LLMError, LLMTimeout
+
+FREE_SPACE = '| " " | "\\n" [ \\t]{0,20}'  # as llama.cpp's json.gbnf and its schema converter
 
 
 class _Deadline(Exception):
@@ -59,6 +62,7 @@ class LlamaCppLLM(LLM):
         self._n_threads = n_threads
         self._evaluated = 0
         self._engine_lock = threading.Lock()
+        self._grammars: dict[str, Any] = {}
         self._deadline: float | None = None
         original_eval = self._llama.eval
 
@@ -93,6 +97,21 @@ class LlamaCppLLM(LLM):
         twin._listeners = self._listeners
         return twin
 
+    def _free_layout_grammar(self, schema: dict[str, Any]) -> Any:
+        """The schema's grammar with llama.cpp's own whitespace rule (newline and
+        up to 20 spaces or tabs) instead of llama-cpp-python's single optional
+        space; built once per schema."""
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
+
+            plain = {k: v for k, v in schema.items() if k != "$comment"}
+            gbnf = json_schema_to_gbnf(json.dumps(plain))
+            rules = [ln for ln in gbnf.splitlines() if not ln.startswith("space ::=")]
+            rules.append(f"space ::= {FREE_SPACE}")
+            self._grammars[key] = LlamaGrammar.from_string("\n".join(rules), verbose=False)
+        return self._grammars[key]
+
     def count_tokens(self, text: str) -> int:
         return len(self._llama.tokenize(text.encode("utf-8", "replace"), add_bos=False))
 
@@ -106,7 +125,9 @@ class LlamaCppLLM(LLM):
         timeout: float,
     ) -> Completion:
         kwargs: dict[str, Any] = {}
-        if schema is not None:
+        if schema is not None and schema.get("$comment") == FREE_LAYOUT:
+            kwargs["grammar"] = self._free_layout_grammar(schema)
+        elif schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": schema}
         with self._engine_lock:  # one llama context: calls must not interleave
             before = self._evaluated

@@ -23,7 +23,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
 from deltamem.embed import Embedder
-from deltamem.llm.base import LLM, LLMError
+from deltamem.llm.base import LLM, LLMError, free_layout
 
 ANY_OBJECT: dict[str, Any] = {"type": "object"}
 
@@ -56,14 +56,16 @@ def _text(content: Any) -> str:
 
 
 def _schema(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The schema to decode under, marked free-layout: OpenAI's JSON modes let the
+    model indent, and clients' prompts show indented JSON."""
     if not response_format:
         return None
     kind = response_format.get("type")
     if kind == "json_object":
-        return ANY_OBJECT
+        return free_layout(ANY_OBJECT)
     if kind == "json_schema":
         spec = response_format.get("json_schema") or {}
-        return spec.get("schema") or ANY_OBJECT
+        return free_layout(spec.get("schema") or ANY_OBJECT)
     return None
 
 
