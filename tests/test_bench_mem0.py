@@ -13,7 +13,7 @@ import pytest
 from fakes import ScriptedLLM
 
 from deltamem.embed import Embedder
-from deltamem.llm.base import free_layout
+from deltamem.llm.base import LLMTimeout, free_layout
 from deltamem.server.openai_compat import LoopbackOpenAI
 
 os.environ.setdefault("MEM0_TELEMETRY", "False")
@@ -120,3 +120,23 @@ def test_mem0_adds_searches_counts_and_resumes(tmp_path: Path, embedder: Embedde
         assert again.search("bob", "music", 10) == ["User likes jazz."]
     finally:
         again.close()
+
+
+def test_mem0_client_waits_for_the_model_and_does_not_resend(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    llm = ScriptedLLM(default=extractor)
+    llm.timeout, llm.retries = 900.0, 0
+    system = make_system("mem0", llm, embedder, tmp_path)
+    try:
+        client = system.mem0.llm.client
+        assert client.max_retries == 0 and client.timeout >= 900.0  # not the stock 600 s
+        llm.push(LLMTimeout("generation exceeded 900s"))  # the loopback answers 502
+        with pytest.raises(Exception, match=r"502.*generation exceeded 900s"):
+            system.add_session("alice", "s1", chat("I like tea"), None)
+        assert len(llm.requests) == 1  # asked once: the client did not send it again
+        assert system.search("alice", "tea", 10) == []  # nothing half-written
+        system.add_session("alice", "s1", chat("I like tea"), None)  # and it can go on
+        assert system.search("alice", "tea", 10) == ["User likes tea."]
+    finally:
+        system.close()

@@ -107,6 +107,14 @@ class Mem0System(MemorySystem):
         except Exception:
             self.server.close()
             raise
+        # mem0 builds a stock OpenAI client: 600 s timeout, 2 retries. Its first call
+        # (~8k prompt tokens) ran 734 s on two cores, the client gave up and sent it
+        # again, and the loopback did the work twice. Wait as long as our LLM may
+        # take; don't resend (an LLM failure comes back as a 502 and fails the session).
+        client = getattr(self.mem0.llm, "client", None)
+        if client is not None and hasattr(client, "with_options"):
+            wait = own.timeout * (own.retries + 1) + 60
+            self.mem0.llm.client = client.with_options(timeout=wait, max_retries=0)
         self._added_path = workdir / ADDED
         self._added: dict[tuple[str, str], list[str]] = {}
         if self._added_path.exists():
