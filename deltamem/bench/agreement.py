@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from deltamem.bench.datasets import halumem as ds
+from deltamem.bench.judges import locomo as locomo_judge
 from deltamem.bench.judges.base import (
     ACCURACY,
     CACHE,
@@ -167,10 +168,8 @@ def ask(
         return judge.ask(
             old=lines(list(x["old"])), new=x["new"], memories=lines(list(x["memories"]))
         )
-    if name == "locomo":  # as LocomoJudge asks it
-        return judge.ask(
-            question=x["question"], answer=x["answer"], prediction=x["prediction"] or ""
-        )
+    if name == "locomo":
+        return locomo_judge.ask(judge, x["question"], x["answer"], x["prediction"])
     return judge.ask(
         question=x["question"],
         answer=x["answer"],
