@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from fakes import ScriptedLLM
-from test_bench_halumem import FIX, make_llm
+from test_bench_halumem import FIX, make_llm, records
 
 from deltamem.bench.halumem import HaluMemRun, run_halumem, write_metrics
 from deltamem.bench.judges.base import PROMPTS, JudgeCache
@@ -84,6 +84,28 @@ def test_halumem_judges_fill_metrics_and_cache(tmp_path: Path, embedder: Embedde
     (out / JUDGMENTS).unlink()
     cached.name = judge.name
     assert judge_run(out, FIX, cached) == added and cached.requests == []
+
+
+def test_run_without_answers_makes_no_answer_calls_and_qa_is_not_judged(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    out = tmp_path / "run"
+    llm = make_llm()
+    run_halumem(
+        HaluMemRun(data=FIX, out=out, systems=["deltamem"], users=1, answer=False),
+        llm=llm,
+        embedder=embedder,
+    )
+    assert llm.requests  # the manager ran ...
+    assert all(r["schema"] is not None for r in llm.requests)  # ... but no free-text answer
+    qs = [r for r in records(out) if r["kind"] == "question"]
+    assert qs and all(q["prediction"] is None and q["not_answered"] for q in qs)
+    assert any(q["evidence_recall"] is not None for q in qs)  # judge-free QA side kept
+    judge_run(out, FIX, ScriptedLLM(default=judge_reply))
+    m = write_metrics(out)["deltamem"]
+    assert m["qa"]["correct"] is None  # no question was judged: no QA figure, not 0
+    assert m["update"]["correct"] == 1.0  # the other judges still ran
+    assert m["extraction"]["recall"] == pytest.approx(0.5)
 
 
 def test_cache_key_depends_on_content() -> None:

@@ -95,14 +95,18 @@ def test_complete_json_returns_finished_operations_of_truncated_reply() -> None:
     full = json.dumps(ops(add("Alice likes tea."), add("Alice plays the cello.")))
     cut = full[: full.index("Alice plays") + 5]  # the second operation is cut off
     llm = ScriptedLLM([cut])
-    value = llm.complete_json([{"role": "user", "content": "x"}], schema.OPERATIONS, purpose="t")
+    value = llm.complete_json(
+        [{"role": "user", "content": "x"}], schema.operations(["m1"]), purpose="t"
+    )
     assert value == ops(add("Alice likes tea."))
     assert len(llm.requests) == 1  # salvaged: no retry
 
 
 def test_complete_json_retry_samples_with_nonzero_temperature() -> None:
     llm = ScriptedLLM(["not json", '{"operations": [{"op": "ad', ops()], retries=2)
-    value = llm.complete_json([{"role": "user", "content": "x"}], schema.OPERATIONS, purpose="t")
+    value = llm.complete_json(
+        [{"role": "user", "content": "x"}], schema.operations(["m1"]), purpose="t"
+    )
     assert value == ops()
     temps = [r["temperature"] for r in llm.requests]
     assert temps[0] == 0.0
@@ -225,7 +229,7 @@ def test_llamacpp_timeout_then_normal_answer() -> None:
     assert llm.usage.completion_tokens > 0
     value = llm.complete_json(
         [{"role": "user", "content": "Alice likes tea."}],
-        schema.OPERATIONS,
+        schema.operations(["m1"]),
         purpose="t",
         max_tokens=64,
     )

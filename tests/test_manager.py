@@ -183,9 +183,9 @@ def test_search_results_reach_the_second_call(embedder: Embedder, store: Store) 
     plan = m.plan(rec([("user", "We got a second beagle, Max, last week!")]))
     assert len(llm.requests) == 2
     first, second = llm.requests
-    assert first["schema"] == schema.SEARCH_OR_OPERATIONS
+    assert first["schema"] == schema.search_or_operations([])
     assert "Rufus" not in prompt_of(first)  # prefetch=0: nothing shown up front
-    assert second["schema"] == schema.OPERATIONS
+    assert second["schema"] == schema.operations(["m1"])  # the hit's id may now be named
     msgs, n = second["messages"], len(first["messages"])
     assert msgs[:n] == first["messages"]  # the conversation so far, then the tool exchange
     assert len(msgs) == n + 2
@@ -209,7 +209,7 @@ def test_search_rounds_are_bounded(embedder: Embedder, store: Store, rounds: int
     m = manager(llm, embedder, store, search_rounds=rounds)
     plan = m.plan(rec([("user", "I started learning the cello.")]))
     assert len(llm.requests) == rounds + 1
-    assert [r["schema"] for r in llm.requests[1:]] == [schema.OPERATIONS] * rounds
+    assert [r["schema"] for r in llm.requests[1:]] == [schema.operations([])] * rounds
     assert plan.writes == []
 
 
@@ -230,7 +230,7 @@ def test_no_search_rounds_means_one_operations_call(embedder: Embedder, store: S
     m = manager(llm, embedder, store, search_rounds=0)
     plan = m.plan(rec([("user", "I started learning the cello.")]))
     [req] = llm.requests
-    assert req["schema"] == schema.OPERATIONS
+    assert req["schema"] == schema.operations([])
     assert '{"search"' not in prompt_of(req)
     assert [w.content for w in plan.writes] == ["Alice started learning the cello."]
 
@@ -261,6 +261,37 @@ def test_prefetch_sees_only_the_users_own_memories(embedder: Embedder, store: St
     assert "Bob" not in prompt_of(llm.requests[0])
 
 
+def update_ids(request: dict) -> list[str] | None:
+    """The ids an update may name under the request's schema (None: no update op)."""
+    items = request["schema"]["properties"]["operations"]["items"]
+    for branch in items.get("anyOf", [items]):
+        if branch["properties"]["op"] == {"const": "update"}:
+            return branch["properties"]["id"]["enum"]
+    return None
+
+
+def test_reply_may_name_only_the_ids_it_was_shown(embedder: Embedder, store: Store) -> None:
+    seed(store, embedder, "Alice lives in Rome.", "Alice has a beagle named Rufus.")
+    llm = ScriptedLLM([ops()])
+    manager(llm, embedder, store, search_rounds=0).plan(
+        rec([("user", "I moved from Rome to Milan with Rufus.")], days=1)
+    )
+    [req] = llm.requests
+    assert update_ids(req) == ["m1", "m2"]  # a small model would otherwise go on to m3, m4...
+    [none] = [
+        b
+        for b in req["schema"]["properties"]["operations"]["items"]["anyOf"]
+        if b["properties"]["op"] == {"const": "none"}
+    ]
+    assert none["properties"]["id"]["enum"] == ["m1", "m2"]
+
+
+def test_operations_schema_without_known_memories_allows_only_adds() -> None:
+    s = schema.operations([])
+    assert s["properties"]["operations"]["items"]["properties"]["op"] == {"const": "add"}
+    assert update_ids({"schema": schema.operations(["m1", "m1", "n1"])}) == ["m1", "n1"]
+
+
 # --- chunking -----------------------------------------------------------------------------
 def test_long_session_is_chunked_in_order(embedder: Embedder, store: Store) -> None:
     topics = ["Rome", "violin", "marathon"]
@@ -284,6 +315,8 @@ def test_long_session_is_chunked_in_order(embedder: Embedder, store: Store) -> N
         assert all(f"Topic {t}." not in p for t in topics if t != topic)
     # the second chunk is shown the first chunk's add as n1 and can change it
     assert "n1 | this session | Alice moved to Rome." in prompt_of(llm.requests[1])
+    assert update_ids(llm.requests[0]) is None  # nothing known yet: adds only
+    assert update_ids(llm.requests[1]) == ["n1"]
     assert [(w.op, w.content) for w in plan.writes] == [
         ("add", "Alice moved to Rome in February 2029."),
         ("add", "Alice runs marathons."),

@@ -102,6 +102,13 @@ def halumem(
     embedder: EmbOpt = None,
     resume: Annotated[bool, typer.Option(help="Skip items already in results.jsonl.")] = False,
     timeout: TimeoutOpt = 900.0,
+    answers: Annotated[
+        bool,
+        typer.Option(
+            help="Answer the questions. --no-answers: retrieval and evidence recall only, "
+            "no answer calls (with --judge none, the fast judge-free loop)."
+        ),
+    ] = True,
 ) -> None:
     """HaluMem: extraction, updating and QA, item by item (SPEC §4.1)."""
     from deltamem.bench.halumem import HaluMemRun, run_halumem, write_metrics
@@ -121,6 +128,7 @@ def halumem(
             users=users,
             sessions=sessions,
             resume=resume,
+            answer=answers,
             progress=advance,
         )
         metrics = run_halumem(run, llm=model, embedder=emb)

@@ -63,6 +63,9 @@ class HaluMemRun:
     tau: float = DEFAULT_TAU
     update_k: int = UPDATE_K
     qa_k: int = QA_K
+    # False: questions get retrieval and evidence recall only, no answer call (the
+    # judge-free loop for iterating on extraction; the QA judge skips them)
+    answer: bool = True
     progress: Progress | None = None
 
 
@@ -229,7 +232,9 @@ class _UserRun:
             self.embedder, rec["evidence"], rec["retrieved"], self.run.tau
         )
         rec["prediction"] = None
-        if self.answerer is not None:
+        if self.answerer is None:
+            rec["not_answered"] = "run without answers"
+        else:
             t1 = time.perf_counter()
             try:
                 ans = self.answerer.answer(
@@ -262,7 +267,7 @@ def run_halumem(
     `deltamem.bench.systems` with this `llm` and `embedder`)."""
     run.out.mkdir(parents=True, exist_ok=True)
     log = ResultLog(run.out / RESULTS, resume=run.resume)
-    answerer = Answerer(llm)
+    answerer = Answerer(llm) if run.answer else None
 
     def default_make(name: str, work: Path) -> MemorySystem:
         return make_system(name, llm, embedder, work)

@@ -145,6 +145,7 @@ class Manager:
         related = self.store.get_many([mid for mid, _ in ranked[: c.prefetch]])
         listed = [(ws.show(m), m, m.content) for m in related]
         listed += [(short, None, p.content) for short, p in ws.pending_adds()]
+        ids = [short for short, _, _ in listed]  # the only ids the reply may name
         prompt = self._session.substitute(
             session_date=human_date(session.timestamp),
             conversation="\n".join(t.line for t in chunk),
@@ -158,7 +159,7 @@ class Manager:
         ]
         reply = self.llm.complete_json(
             messages,
-            schema.SEARCH_OR_OPERATIONS if c.search_rounds > 0 else schema.OPERATIONS,
+            schema.search_or_operations(ids) if c.search_rounds > 0 else schema.operations(ids),
             purpose="manager",
             max_tokens=c.output_tokens,
         )
@@ -176,13 +177,14 @@ class Manager:
             found = self.searcher.rank(asked, session.user_id, agent_id=session.agent_id, depth=8)
             fresh = [mid for mid, _ in found if mid not in ws.short_of][: c.search_hits]
             hits = [(ws.show(m), m, m.content) for m in self.store.get_many(fresh)]
+            ids += [short for short, _, _ in hits]
             messages = [  # a new list: the messages of earlier calls stay as they were sent
                 *messages,
                 {"role": "assistant", "content": json.dumps(reply)},
                 {"role": "user", "content": self._results.substitute(results=memory_lines(hits))},
             ]
             reply = self.llm.complete_json(
-                messages, schema.OPERATIONS, purpose="manager", max_tokens=c.output_tokens
+                messages, schema.operations(ids), purpose="manager", max_tokens=c.output_tokens
             )
             stats["llm_calls"] += 1
         ops = reply.get("operations")

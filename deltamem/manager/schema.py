@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 MEMORY_TYPES = ["persona", "event", "relationship"]
@@ -20,33 +21,52 @@ _ADD = {
     },
     "required": ["op", "type", "content"],
 }
-_UPDATE = {
-    "type": "object",
-    "properties": {
-        "op": {"const": "update"},
-        "id": {"type": "string"},
-        "type": {"enum": MEMORY_TYPES},
-        "content": _CONTENT,
-    },
-    "required": ["op", "id", "type", "content"],
-}
-_NONE = {
-    "type": "object",
-    "properties": {"op": {"const": "none"}, "id": {"type": "string"}},
-    "required": ["op", "id"],
-}
 
-OPERATIONS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "operations": {
-            "type": "array",
-            "items": {"anyOf": [_ADD, _UPDATE, _NONE]},
-            "maxItems": MAX_OPS,
-        }
-    },
-    "required": ["operations"],
-}
+
+def _update(ids: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "op": {"const": "update"},
+            "id": {"enum": ids},
+            "type": {"enum": MEMORY_TYPES},
+            "content": _CONTENT,
+        },
+        "required": ["op", "id", "type", "content"],
+    }
+
+
+def _none(ids: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"op": {"const": "none"}, "id": {"enum": ids}},
+        "required": ["op", "id"],
+    }
+
+
+def operations(ids: Sequence[str]) -> dict[str, Any]:
+    """The operations reply for a call that showed the memories `ids`.
+
+    Ids are an enum of exactly those shown: a small model shown m1-m5 otherwise
+    goes on to "update" m6, m7, ... (copying known memories under invented ids),
+    and with nothing shown there is nothing to update, so only adds are possible.
+    """
+    shown = list(dict.fromkeys(ids))
+    items: list[dict[str, Any]] = [_ADD]
+    if shown:
+        items += [_update(shown), _none(shown)]
+    return {
+        "type": "object",
+        "properties": {
+            "operations": {
+                "type": "array",
+                "items": {"anyOf": items} if len(items) > 1 else items[0],
+                "maxItems": MAX_OPS,
+            }
+        },
+        "required": ["operations"],
+    }
+
 
 SEARCH: dict[str, Any] = {
     "type": "object",
@@ -56,4 +76,6 @@ SEARCH: dict[str, Any] = {
     "required": ["search"],
 }
 
-SEARCH_OR_OPERATIONS: dict[str, Any] = {"anyOf": [SEARCH, OPERATIONS]}
+
+def search_or_operations(ids: Sequence[str]) -> dict[str, Any]:
+    return {"anyOf": [SEARCH, operations(ids)]}

@@ -122,6 +122,8 @@ def _judge_one(
             memories=lines(r.get("retrieved", [])),
         )
         return {"verdict": reply["verdict"], "judge_reason": reply.get("reason")}
+    if kind == "question" and r.get("not_answered"):
+        return None  # a run without answers: nothing to judge
     if kind == "question":
         reply = judges["qa"].ask(
             question=r["question"],
