@@ -15,7 +15,7 @@ from deltamem.embed import Embedder
 from deltamem.llm.base import ChatMessage
 from deltamem.manager import schema
 from deltamem.manager.agent import Manager, ManagerConfig, Plan
-from deltamem.manager.atomise import split_facts
+from deltamem.manager.atomise import first_person, split_facts
 from deltamem.manager.validate import Workspace, apply_ops
 from deltamem.store.base import PlannedWrite, Store
 from deltamem.types import MAX_MEMORY_CHARS, MemoryItem, Message, SessionRecord
@@ -490,6 +490,47 @@ def test_session_without_user_turns_makes_no_call(embedder: Embedder, store: Sto
 )
 def test_split_facts(content: str, facts: list[str]) -> None:
     assert split_facts(content) == facts
+
+
+def test_quoted_first_person_sentences_are_dropped_with_a_note() -> None:
+    ws, _ = workspace()
+    apply_ops(
+        ws,
+        [
+            add(
+                "Sarah Garcia's morning routine has been a game-changer. "
+                "I feel more balanced and ready. My team should feel supported too."
+            ),
+            add("I love hiking in the Alps."),  # only first person: kept, nothing else to keep
+        ],
+    )
+    assert [p.content for p in ws.pending] == [
+        "Sarah Garcia's morning routine has been a game-changer.",
+        "I love hiking in the Alps.",
+    ]
+    notes = [(n.content, n.note) for n in ws.noops]
+    assert [c for c, _ in notes] == [
+        "I feel more balanced and ready.",
+        "My team should feel supported too.",
+    ]
+    assert all("first-person" in (note or "") for _, note in notes)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "quoted"),
+    [
+        ("I feel great.", True),
+        ("I'm moving to Oslo.", True),
+        ("I’ve started running.", True),
+        ("My sister is a nurse.", True),
+        ("We adopted a cat.", True),
+        ("Ingrid lives in Oslo.", False),  # a name starting with I
+        ("Iris and Tom married in May.", False),
+        ("Sarah is happy.", False),
+    ],
+)
+def test_first_person(sentence: str, quoted: bool) -> None:
+    assert first_person(sentence) is quoted
 
 
 def test_packed_add_becomes_separate_pending_adds() -> None:

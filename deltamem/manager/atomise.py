@@ -4,6 +4,10 @@ Small models often write several facts as one item ("Sarah is 39. She lives in
 Miami. She has a PhD."). Each sentence becomes its own memory, and a sentence that
 opens with a pronoun gets the subject of the first sentence back, so every
 memory still names the person and stands on its own.
+
+They also quote the user inside an item ("Sarah's routine is a game-changer. I
+feel more balanced."): a first-person sentence after a third-person one is the
+user's words, not a fact that stands on its own (`first_person`).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 _PRONOUN = re.compile(r"^(She|He)\s+(?=\w)")
 _POSSESSIVE = re.compile(r"^(Her|His)\s+(?=\w)")
 _NAME = re.compile(r"^(The user|[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+){0,2})\b")
+_FIRST_PERSON = re.compile(r"^(?:I|I'm|I've|I'd|I'll|Me|My|We|We're|We've|Our)\b")
 MIN_WORDS = 4  # shorter pieces are fragments, not facts
 # capitalised openers that are not a person ("In March 2029 Tom moved ..."): no subject
 _NOT_NAMES = frozenset(
@@ -44,3 +49,8 @@ def split_facts(content: str) -> list[str]:
         else:
             facts.append(s)
     return facts
+
+
+def first_person(sentence: str) -> bool:
+    """A sentence in the speaker's own voice ("I feel…", "My team…")."""
+    return bool(_FIRST_PERSON.match(sentence.strip().replace("’", "'")))
