@@ -1,6 +1,7 @@
 """The kill -9 drill: `deltamem add` is killed with SIGKILL in the middle of a file of
 sessions (real engine, SmolLM2-135M); nothing may be half-applied, and running `add`
-again must finish every session exactly once."""
+again must bring every session to an end exactly once: applied, or (where the tiny
+model writes unusable JSON) failed with its error and nothing written."""
 
 from __future__ import annotations
 
@@ -159,14 +160,23 @@ def test_kill_9_mid_add_then_add_again(tmp_path: Path, point: str) -> None:
         if again.poll() is None:  # never leave a model process behind
             again.kill()
             again.communicate(timeout=30)
-    assert again.returncode == 0, err
     results = json.loads(out)
     assert [r["session_id"] for r in results] == [f"k{i}" for i in range(N)]
-    assert all(r["status"] == "applied" for r in results)
-    assert {r["session_id"] for r in results if r["already_applied"]} == set(done)
+    # The drill is about SIGKILL, not about what a 135M model writes: a session it
+    # answers with unusable JSON ends "failed" with its error and nothing written (the
+    # documented outcome for garbage). That, and only that, is allowed here.
+    failed = {r["session_id"] for r in results if r["status"] == "failed"}
+    assert all(r["status"] in ("applied", "failed") for r in results)
+    assert again.returncode == (1 if failed else 0), err
+    assert err.count("did not return a JSON object") == len(failed), err
+    assert not failed & set(done)
+    assert {r["session_id"] for r in results if r.get("already_applied")} == set(done)
+    resumed = [r for r in results if r["status"] == "applied" and not r["already_applied"]]
+    assert resumed, "the second run applied nothing: the resume path went untested"
 
-    after = check_consistent(db)
-    assert all(st == "applied" for st, _ in after["sessions"].values())
+    after = check_consistent(db)  # failed sessions: no history, no recorded operations
+    assert {sid for sid, (st, _) in after["sessions"].items() if st != "applied"} == failed
+    assert all(after["sessions"][sid][0] == "failed" for sid in failed)
     adds = Counter(h["memory_id"] for h in after["history"] if h["op"] == "add")
     assert all(n == 1 for n in adds.values())  # no memory added twice
     per_session = Counter(
