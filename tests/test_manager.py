@@ -261,11 +261,11 @@ def test_prefetch_sees_only_the_users_own_memories(embedder: Embedder, store: St
     assert "Bob" not in prompt_of(llm.requests[0])
 
 
-def update_ids(request: dict) -> list[str] | None:
-    """The ids an update may name under the request's schema (None: no update op)."""
+def update_ids(request: dict, op: str = "update") -> list[str] | None:
+    """The ids an `op` may name under the request's schema (None: no such op)."""
     items = request["schema"]["properties"]["operations"]["items"]
     for branch in items.get("anyOf", [items]):
-        if branch["properties"]["op"] == {"const": "update"}:
+        if branch["properties"]["op"] == {"const": op}:
             return branch["properties"]["id"]["enum"]
     return None
 
@@ -278,12 +278,7 @@ def test_reply_may_name_only_the_ids_it_was_shown(embedder: Embedder, store: Sto
     )
     [req] = llm.requests
     assert update_ids(req) == ["m1", "m2"]  # a small model would otherwise go on to m3, m4...
-    [none] = [
-        b
-        for b in req["schema"]["properties"]["operations"]["items"]["anyOf"]
-        if b["properties"]["op"] == {"const": "none"}
-    ]
-    assert none["properties"]["id"]["enum"] == ["m1", "m2"]
+    assert update_ids(req, "none") == ["m1", "m2"]
 
 
 def test_operations_schema_without_known_memories_allows_only_adds() -> None:

@@ -54,3 +54,12 @@ def split_facts(content: str) -> list[str]:
 def first_person(sentence: str) -> bool:
     """A sentence in the speaker's own voice ("I feel…", "My team…")."""
     return bool(_FIRST_PERSON.match(sentence.strip().replace("’", "'")))
+
+
+def drop_quotes(facts: list[str]) -> tuple[list[str], list[str]]:
+    """(facts, quoted sentences): first-person sentences are set apart unless they
+    are all there is (then the item has nothing else to keep)."""
+    quotes = [f for f in facts if first_person(f)]
+    if len(quotes) == len(facts):
+        return facts, []
+    return [f for f in facts if not first_person(f)], quotes

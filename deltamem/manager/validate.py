@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from deltamem.manager.atomise import first_person, split_facts
+from deltamem.manager.atomise import drop_quotes, split_facts
 from deltamem.text import normalise
 from deltamem.types import MAX_MEMORY_CHARS, MemoryItem, MemoryType, Operation
 
@@ -119,17 +119,15 @@ def apply_ops(ws: Workspace, raw_ops: list[dict[str, Any]], chunk: int = 0) -> N
             # the id was never shown: never touch an unseen memory, keep the fact as new
             note = f"update of unknown id {short!r} kept as add"
             ws.noops.append(Operation(op="none", content=content, note=note))
-        facts = split_facts(content)
-        if not all(first_person(f) for f in facts):
-            for quote in [f for f in facts if first_person(f)]:
-                ws.noops.append(
-                    Operation(
-                        op="none",
-                        content=quote,
-                        note="first-person sentence (the user quoted, not a fact) dropped",
-                    )
+        facts, quotes = drop_quotes(split_facts(content))
+        for quote in quotes:
+            ws.noops.append(
+                Operation(
+                    op="none",
+                    content=quote,
+                    note="first-person sentence (the user quoted, not a fact) dropped",
                 )
-            facts = [f for f in facts if not first_person(f)]
+            )
         for fact in facts:
             _add(ws, fact, mtype, chunk)
         pending_by_short = dict(ws.pending_adds())
