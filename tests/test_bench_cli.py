@@ -62,6 +62,9 @@ def test_halumem_command(tmp_path: Path, scripted: None) -> None:
     purposes = {c["purpose"] for c in calls}
     assert "manager" in purposes and "answer" in purposes
     assert any(p.startswith("judge:") for p in purposes)
+    # with the model's raw reply: the manager's proposals as it wrote them
+    manager = [c for c in calls if c["purpose"] == "manager"]
+    assert all("operations" in json.loads(c["reply"]) for c in manager)
     usage = json.loads((out / "llm_usage.json").read_text())
     assert usage["manager"]["calls"] == sum(c["purpose"] == "manager" for c in calls)
     assert 0.0 <= usage["manager"]["cached_share"] <= 1.0

@@ -15,7 +15,7 @@ import pytest
 from fakes import ScriptedLLM, add, ops
 
 from deltamem.llm import weights
-from deltamem.llm.base import LLMOutputError, LLMTimeout, free_layout
+from deltamem.llm.base import CallRecord, LLMOutputError, LLMTimeout, free_layout
 from deltamem.llm.jsonrepair import close_truncated
 from deltamem.llm.weights import PartedModel, WeightsMissing
 from deltamem.manager import schema
@@ -122,6 +122,19 @@ def test_complete_json_gives_up_with_output_error() -> None:
     with pytest.raises(LLMOutputError, match="did not return a JSON object"):
         llm.complete_json([{"role": "user", "content": "x"}], {}, purpose="t")
     assert len(llm.requests) == 2
+
+
+def test_call_records_carry_the_raw_reply_of_every_attempt() -> None:
+    """The log keeps what the model said before repair: a cut-off reply is logged
+    whole, not as the operations that survived."""
+    full = json.dumps(ops(add("Alice likes tea."), add("Alice plays the cello.")))
+    cut = full[: full.index("Alice plays") + 5]
+    llm = ScriptedLLM(["garbage", cut])
+    seen: list[CallRecord] = []
+    llm.on_call(seen.append)
+    value = llm.complete_json([{"role": "user", "content": "x"}], {}, purpose="t")
+    assert value == ops(add("Alice likes tea."))
+    assert [r.reply for r in seen] == ["garbage", cut]
 
 
 # --- weights.assemble ------------------------------------------------------------------

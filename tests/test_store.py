@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -612,6 +613,37 @@ def test_log_call_between_log_and_apply(store: Store) -> None:
     store.apply_session(rec, [add_w("Alice likes tea.")], [])
     store.log_call(CallRecord("answer", "scripted", 1, 1, 0, 0.0, True))
     assert [m.content for m in store.list_memories("u1")] == ["Alice likes tea."]
+
+
+def test_sqlite_call_log_keeps_replies_and_upgrades_an_older_store(tmp_path: Path) -> None:
+    """Migration 003 adds the raw reply to a store made before it: earlier rows stay,
+    with no reply; rows logged after it carry theirs."""
+    import sqlite3
+
+    from deltamem.store.sqlite import SQLiteStore
+
+    path = tmp_path / "old.db"
+    SQLiteStore(path, dim=4, embedder_name="test").close()
+    with sqlite3.connect(path) as con:  # make it the store as migration 002 left it
+        con.execute("ALTER TABLE llm_calls DROP COLUMN reply")
+        con.execute(
+            "INSERT INTO llm_calls (at, model, purpose, prompt_tokens, completion_tokens,"
+            " cached_tokens, seconds, ok) VALUES ('2026-01-01', 'm', 'old', 1, 1, 0, 0, 1)"
+        )
+        con.execute("PRAGMA user_version=2")
+    store = SQLiteStore(path, dim=4, embedder_name="test")
+    store.log_call(CallRecord("manager", "m", 10, 5, 0, 0.1, True, reply='{"operations": []}'))
+    store.log_call(CallRecord("manager", "m", 0, 0, 0, 0.2, False, "timed out"))
+    store.close()
+    with sqlite3.connect(path) as con:
+        rows = con.execute("SELECT purpose, ok, error, reply FROM llm_calls ORDER BY id").fetchall()
+        version = con.execute("PRAGMA user_version").fetchone()[0]
+    assert version == 3
+    assert rows == [
+        ("old", 1, None, None),
+        ("manager", 1, None, '{"operations": []}'),
+        ("manager", 0, "timed out", None),
+    ]
 
 
 def test_timestamps_are_timezone_aware(store: Store) -> None:

@@ -16,6 +16,7 @@ import pytest
 from fakes import T0, session
 from pg import PgServer, fresh_schema, pg_server_fixture
 
+from deltamem.llm.base import CallRecord
 from deltamem.store.base import PlannedWrite, SessionConflict, Store, StoreError
 from deltamem.store.sqlite import SQLiteStore
 
@@ -85,6 +86,17 @@ def test_migrations_run_once_and_survive_reconnect(
     assert "gin (tsv)" in indexes["memories_tsv"]
     # exact per-user KNN: no approximate index that would filter after the search
     assert not any("hnsw" in d or "ivfflat" in d for d in indexes.values())
+
+
+def test_call_log_keeps_the_raw_reply(
+    open_store: Callable[..., PostgresStore], pg_dsn: str, pg_server: PgServer
+) -> None:
+    store = open_store()
+    store.log_call(CallRecord("manager", "m", 10, 5, 0, 0.1, True, reply='{"operations": []}'))
+    store.log_call(CallRecord("manager", "m", 0, 0, 0, 0.2, False, "timed out"))
+    with pg_server.connect(pg_dsn) as conn:
+        rows = conn.execute("SELECT ok, error, reply FROM llm_calls ORDER BY id").fetchall()
+    assert rows == [(True, None, '{"operations": []}'), (False, "timed out", None)]
 
 
 def test_dimension_mismatch_raises(open_store: Callable[..., PostgresStore]) -> None:

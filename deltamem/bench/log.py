@@ -106,8 +106,9 @@ USAGE = "llm_usage.json"
 
 def log_calls(llm: Any, out: Path) -> None:
     """Append every call `llm` makes to OUT/llm_calls.jsonl (purpose, tokens, KV-cache
-    hits, seconds): the raw material for what the judges cost and how much the
-    prompt prefix cache saved."""
+    hits, seconds, and the raw reply, or the error): the raw material for what the
+    judges cost, how much the prompt prefix cache saved, and what a system's model
+    actually answered before any parsing."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / CALLS
 
@@ -121,6 +122,8 @@ def log_calls(llm: Any, out: Path) -> None:
             "seconds": round(rec.seconds, 3),
             "ok": rec.ok,
             "at": rec.at.isoformat(),
+            "error": rec.error,
+            "reply": rec.reply,
         }
         with path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(row) + "\n")

@@ -66,6 +66,7 @@ class CallRecord:
     ok: bool
     error: str | None = None
     at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    reply: str | None = None  # the model's raw text, before any parsing or repair
 
 
 @dataclass
@@ -186,6 +187,7 @@ class LLM(ABC):
                 out.cached_tokens,
                 time.perf_counter() - t0,
                 True,
+                reply=out.text,
             )
             self._record(rec)
             return out

@@ -630,7 +630,8 @@ class PostgresStore(Store):
         with self._tx() as cur:
             cur.execute(
                 """INSERT INTO llm_calls (at, model, purpose, prompt_tokens, completion_tokens,
-                   cached_tokens, seconds, ok, error) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)""",
+                   cached_tokens, seconds, ok, error, reply)
+                   VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)""",
                 (
                     rec.at,
                     rec.model,
@@ -641,6 +642,7 @@ class PostgresStore(Store):
                     rec.seconds,
                     bool(rec.ok),
                     rec.error,
+                    rec.reply,
                 ),
             )
 

@@ -642,7 +642,8 @@ class SQLiteStore(Store):
         with self._tx() as db:
             db.execute(
                 """INSERT INTO llm_calls (at, model, purpose, prompt_tokens, completion_tokens,
-                   cached_tokens, seconds, ok, error) VALUES (?,?,?,?,?,?,?,?,?)""",
+                   cached_tokens, seconds, ok, error, reply)
+                   VALUES (?,?,?,?,?,?,?,?,?,?)""",
                 (
                     _iso(rec.at),
                     rec.model,
@@ -653,6 +654,7 @@ class SQLiteStore(Store):
                     rec.seconds,
                     int(rec.ok),
                     rec.error,
+                    rec.reply,
                 ),
             )
 

@@ -1,0 +1,2 @@
+-- The model's raw reply to each call (see the SQLite migration of the same number).
+ALTER TABLE llm_calls ADD COLUMN reply text;
