@@ -1,5 +1,7 @@
 """Answering a question from retrieved memories (SPEC §3): most recent wins, unknown
-stays unknown, false premises get corrected."""
+stays unknown, false premises get corrected. Facts and conversation excerpts
+(episodes) are shown apart, each dated, so the newest fact wins and a fact the
+manager missed can still be read in the user's own words."""
 
 from __future__ import annotations
 
@@ -13,6 +15,13 @@ from deltamem.llm.base import LLM
 from deltamem.types import SearchHit
 
 PROMPTS = Path(__file__).parent / "prompts"
+# an excerpt longer than this is cut: a long assistant turn would crowd out the rest
+EXCERPT_CHARS = 600
+
+
+def clip(text: str, limit: int = EXCERPT_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 class Answer(BaseModel):
@@ -30,11 +39,21 @@ class Answerer:
     def prompt(
         self, question: str, hits: list[SearchHit], asked_at: datetime | None = None
     ) -> list[dict[str, str]]:
-        # oldest first, so that "the most recent" is where the model looks last
+        # each tier oldest first, so that "the most recent" is where the model looks last
         ordered = sorted(hits, key=lambda h: h.memory.timestamp)
-        lines = [f"{h.memory.timestamp:%Y-%m-%d} | {h.memory.content}" for h in ordered]
+        facts = [
+            f"{h.memory.timestamp:%Y-%m-%d} | {h.memory.content}"
+            for h in ordered
+            if h.kind == "fact"
+        ]
+        excerpts = [
+            f"{h.memory.timestamp:%Y-%m-%d} | {h.speaker or 'user'}: {clip(h.memory.content)}"
+            for h in ordered
+            if h.kind == "episode"
+        ]
         user = self._user.substitute(
-            memories="\n".join(lines) if lines else "(no memories)",
+            facts="\n".join(facts) if facts else "(none)",
+            excerpts="\n".join(excerpts) if excerpts else "(none)",
             asked_at=f"Today is {asked_at:%Y-%m-%d}." if asked_at else "",
             question=question.strip(),
         )

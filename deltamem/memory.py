@@ -26,9 +26,10 @@ from pydantic import ValidationError
 
 from deltamem.answer import Answer, Answerer
 from deltamem.embed import Embedder, make_embedder
+from deltamem.episodes import index_logged_sessions, plan_episodes
 from deltamem.llm import LLM, LLMError, make_llm
 from deltamem.manager.agent import Manager, ManagerConfig
-from deltamem.retrieval.hybrid import HybridSearcher
+from deltamem.retrieval.hybrid import HybridSearcher, Tiers
 from deltamem.store.base import Store
 from deltamem.timeparse import parse_time
 from deltamem.types import (
@@ -151,6 +152,8 @@ class Memory:
         if self._llm is not None and log_calls:
             self._llm.on_call(self.store.log_call)
         self.searcher = HybridSearcher(self.store, self.embedder)
+        # a store from before the episode tier: index its logged sessions once
+        index_logged_sessions(self.store, self.embedder)
 
     # --- lazily built parts ----------------------------------------------------------
     @property
@@ -228,7 +231,11 @@ class Memory:
             messages=msgs,
             content_hash=digest,
         )
-        stored, _ = self.store.log_session(rec)
+        known = self.store.get_session(rec.user_id, rec.session_id, rec.agent_id)
+        # its turns are indexed as episodes in the log entry's own transaction (a
+        # session already logged is indexed already: nothing is embedded twice)
+        episodes = plan_episodes(rec, self.embedder) if known is None else []
+        stored, _ = self.store.log_session(rec, episodes)
         return stored
 
     def _process(self, record: SessionRecord) -> AddResult:
@@ -284,10 +291,15 @@ class Memory:
         limit: int = 20,
         agent_id: str | None = None,
         filters: SearchFilters | dict[str, Any] | None = None,
+        tiers: Tiers = "all",
     ) -> list[SearchHit]:
+        """Facts and episodes (raw turns of the session log), fused into one ranking;
+        each hit says its `kind`. `tiers="facts"` searches the memory bank alone."""
         if isinstance(filters, dict):
             filters = SearchFilters.model_validate(filters)
-        return self.searcher.search(query, user_id, limit=limit, agent_id=agent_id, filters=filters)
+        return self.searcher.search(
+            query, user_id, limit=limit, agent_id=agent_id, filters=filters, tiers=tiers
+        )
 
     def answer(
         self,
@@ -297,8 +309,9 @@ class Memory:
         agent_id: str | None = None,
         limit: int = 20,
         asked_at: str | datetime | None = None,
+        tiers: Tiers = "all",
     ) -> Answer:
-        hits = self.search(question, user_id=user_id, limit=limit, agent_id=agent_id)
+        hits = self.search(question, user_id=user_id, limit=limit, agent_id=agent_id, tiers=tiers)
         at = parse_time(asked_at) if asked_at is not None else None
         return Answerer(self.llm).answer(question, hits, asked_at=at)
 

@@ -85,9 +85,53 @@ class HistoryEntry(BaseModel):
     user_id: str | None = None  # whose memory it was (lets a deleted memory's owner be checked)
 
 
+HitKind = Literal["fact", "episode"]
+
+
+class Episode(BaseModel):
+    """One raw dialogue turn of the session log, indexed for search beside the facts
+    (the second tier: what the user said, in their words, when the manager missed it)."""
+
+    id: str
+    user_id: str
+    agent_id: str | None = None
+    session_id: str
+    turn: int  # index of the message in its session
+    role: Role
+    name: str | None = None
+    content: str
+    timestamp: datetime  # the message's time, else its session's
+
+    @property
+    def speaker(self) -> str:
+        return self.name or self.role
+
+
 class SearchHit(BaseModel):
+    """A search result. A `fact` hit is a memory of the bank; an `episode` hit is a
+    raw turn of the session log shown in the same shape: `memory.id` is the episode
+    id (not a memory id), `memory.content` the turn's text, `memory.turns` its index
+    in the session, and `speaker` who said it."""
+
     memory: MemoryItem
     score: float
+    kind: HitKind = "fact"
+    speaker: str | None = None
+
+    @classmethod
+    def of_episode(cls, ep: Episode, score: float) -> SearchHit:
+        item = MemoryItem(
+            id=ep.id,
+            user_id=ep.user_id,
+            agent_id=ep.agent_id,
+            content=ep.content,
+            timestamp=ep.timestamp,
+            session_id=ep.session_id,
+            turns=[ep.turn],
+            created_at=ep.timestamp,
+            updated_at=ep.timestamp,
+        )
+        return cls(memory=item, score=score, kind="episode", speaker=ep.speaker)
 
 
 class SessionRecord(BaseModel):

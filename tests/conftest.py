@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from fakes import DIM, ScriptedLLM
+from fakes import DIM, SESSION, ScriptedLLM
 
 from deltamem.embed import Embedder, make_embedder
 from deltamem.manager.agent import ManagerConfig
@@ -66,6 +66,10 @@ def make_memory(tmp_path: Path, embedder: Embedder) -> Iterator[Callable[..., Me
     def make(llm: ScriptedLLM, config: ManagerConfig | None = None, name: str = "m") -> Memory:
         from deltamem.store.sqlite import SQLiteStore
 
+        # scripted replies here are whole operation lists: the "session" strategy's
+        # shape (the default "turns" strategy has its own tests, test_manager_turns.py)
+        config = config or SESSION
+
         st = SQLiteStore(tmp_path / f"{name}.db", dim=embedder.dim, embedder_name=embedder.name)
         mem = Memory(llm=llm, embedder=embedder, store=st, config=config)
         made.append(mem)
@@ -79,3 +83,17 @@ def make_memory(tmp_path: Path, embedder: Embedder) -> Iterator[Callable[..., Me
 @pytest.fixture
 def mem(make_memory: Callable[..., Memory], llm: ScriptedLLM) -> Memory:
     return make_memory(llm)
+
+
+@pytest.fixture
+def session_strategy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bench's `deltamem` system on the "session" strategy, for runs whose
+    scripted LLM answers with whole operation lists."""
+    from deltamem.bench.systems.deltamem_system import DeltamemSystem
+    from deltamem.bench.systems.factory import SYSTEMS
+
+    monkeypatch.setitem(
+        SYSTEMS,
+        "deltamem",
+        lambda llm, emb, work: DeltamemSystem(llm, emb, work / "deltamem.db", config=SESSION),
+    )

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from deltamem.llm.base import LLM, ChatMessage, Completion
+from deltamem.manager.agent import ManagerConfig
 from deltamem.types import Message, SessionRecord
 
 Reply = str | dict[str, Any] | Exception | Callable[[list[ChatMessage]], Any]
@@ -54,6 +55,10 @@ class ScriptedLLM(LLM):
         text = reply if isinstance(reply, str) else json.dumps(reply)
         prompt = sum(len(m["content"]) for m in messages) // 4
         return Completion(text=text, prompt_tokens=prompt, completion_tokens=len(text) // 4)
+
+
+# the manager strategy whose reply is one list of operations (what `ops` scripts)
+SESSION = ManagerConfig(strategy="session")
 
 
 def ops(*items: dict[str, Any]) -> dict[str, Any]:

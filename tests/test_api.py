@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from fakes import ScriptedLLM
+from fakes import SESSION, ScriptedLLM
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -76,7 +76,12 @@ def make_client(
         store = SQLiteStore(
             tmp_path / f"api{len(opened)}.db", dim=embedder.dim, embedder_name=embedder.name
         )
-        mem = Memory(llm=llm or ScriptedLLM(default=responder), embedder=embedder, store=store)
+        mem = Memory(
+            llm=llm or ScriptedLLM(default=responder),
+            embedder=embedder,
+            store=store,
+            config=SESSION,
+        )
         kw.setdefault("worker_settings", FAST)
         raise_exc = kw.pop("raise_server_exceptions", True)
         client = TestClient(create_app(mem, KEYS, **kw), raise_server_exceptions=raise_exc)
@@ -458,7 +463,7 @@ def test_keys_from_env_and_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 def test_pending_sessions_are_resumed_on_start(tmp_path: Path, embedder: Embedder) -> None:
     """Sessions logged before a crash (never processed) are applied when a server starts."""
     store = SQLiteStore(tmp_path / "crash.db", dim=embedder.dim, embedder_name=embedder.name)
-    mem = Memory(llm=ScriptedLLM(default=responder), embedder=embedder, store=store)
+    mem = Memory(llm=ScriptedLLM(default=responder), embedder=embedder, store=store, config=SESSION)
     for i, w in enumerate(["one", "two", "three"]):
         mem.log_session(
             session("u", w)["messages"],
@@ -568,7 +573,7 @@ async def test_slow_llm_work_does_not_block_the_event_loop(
         return responder(messages)
 
     store = SQLiteStore(tmp_path / "slow.db", dim=embedder.dim, embedder_name=embedder.name)
-    mem = Memory(llm=ScriptedLLM(default=slow), embedder=embedder, store=store)
+    mem = Memory(llm=ScriptedLLM(default=slow), embedder=embedder, store=store, config=SESSION)
     app = create_app(mem, KEYS, worker_settings=FAST)
     transport = httpx.ASGITransport(app=app)
     async with (
@@ -637,6 +642,7 @@ def shared_api(
         llm=ScriptedLLM(default=responder),
         embedder=embedder,
         store=SQLiteStore(path, dim=embedder.dim, embedder_name=embedder.name),
+        config=SESSION,
     )
     with TestClient(create_app(mem, KEYS, worker_settings=FAST)) as client:
         # codeword -> (tenant, user); memory id -> (tenant, user); job id -> tenant

@@ -17,6 +17,9 @@ import deltamem.llm
 from deltamem.bench.cli import app
 from deltamem.bench.log import RunDirBusy, exclusive_run
 
+# the scripted model answers with whole operation lists
+pytestmark = pytest.mark.usefixtures("session_strategy")
+
 
 @pytest.fixture
 def scripted(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,6 +19,9 @@ ANSWER_SYSTEM = (
     Path(__file__).parent.parent / "deltamem" / "prompts" / "answer_system.txt"
 ).read_text(encoding="utf-8")
 
+# the scripted model answers with whole operation lists
+pytestmark = pytest.mark.usefixtures("session_strategy")
+
 
 def scripted_reply(messages: list[ChatMessage]) -> Any:
     """Manager calls get operations chosen by what the session says; answer calls

@@ -20,6 +20,9 @@ from deltamem.llm.base import ChatMessage
 
 LOCOMO_FIX = Path(__file__).parent / "fixtures" / "locomo_tiny.json"
 
+# the scripted model answers with whole operation lists
+pytestmark = pytest.mark.usefixtures("session_strategy")
+
 
 def rubric(name: str) -> str:
     return (PROMPTS / f"{name}.system.txt").read_text(encoding="utf-8").strip()

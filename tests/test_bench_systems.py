@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import ScriptedLLM, add, ops
+from fakes import ScriptedLLM
 
 from deltamem.bench.systems import SYSTEMS, make_system
 from deltamem.bench.systems.turns import FullSystem, RecentSystem, RetrievalSystem
@@ -30,6 +30,8 @@ def test_retrieval_searches_raw_turns_by_meaning(embedder: Embedder) -> None:
     s.add_session("u", "b", S2, T)
     found = s.search_retrieved("u", "What is the name of the cat?", 1)
     assert found[0].text == "user: My cat is called Pixel."
+    assert found[0].kind == "episode" and found[0].speaker == "user"
+    assert found[0].content == "My cat is called Pixel."
     assert found[0].session_id == "b" and found[0].turns == [0]
     assert s.get_session_memories("u", "a") == [
         "user: I work as a nurse in Leeds.",
@@ -74,15 +76,28 @@ def test_names_are_carried_into_turn_text() -> None:
 
 
 def test_deltamem_adapter_accounts_llm_use(tmp_path: Path, embedder: Embedder) -> None:
-    llm = ScriptedLLM(default=ops(add("Dana Reyes works as a nurse in Leeds.")))
+    llm = ScriptedLLM(default={"facts": ["The user works as a nurse in Leeds."]})
     s = make_system("deltamem", llm, embedder, tmp_path / "w")
     try:
         s.add_session("u", "a", S1, T)
-        assert s.get_session_memories("u", "a") == ["Dana Reyes works as a nurse in Leeds."]
+        assert s.get_session_memories("u", "a") == ["The user works as a nurse in Leeds."]
         assert s.cost.llm_calls >= 1 and s.cost.prompt_tokens > 0
-        found = s.search_retrieved("u", "Where does Dana work?", 5)
-        assert found[0].text == "Dana Reyes works as a nurse in Leeds."
+        found = s.search_retrieved("u", "Where does the user work as a nurse?", 5)
+        assert found[0].text == "The user works as a nurse in Leeds."
+        assert found[0].kind == "fact"
         assert found[0].session_id == "a" and found[0].timestamp is not None
+        # the product searches the session's raw turns too; deltamem-facts does not
+        assert {r.text for r in found if r.kind == "episode"} == {
+            "user: I work as a nurse in Leeds.",
+            "assistant: Nice.",
+        }
+        facts_only = make_system("deltamem-facts", llm, embedder, tmp_path / "w")
+        try:
+            assert facts_only.name == "deltamem-facts"
+            got = facts_only.search_retrieved("u", "Where does the user work?", 5)
+            assert [r.kind for r in got] == ["fact"]
+        finally:
+            facts_only.close()
         calls = s.cost.llm_calls
         s.add_session("u", "a", S1, T)  # already applied: no LLM
         assert s.cost.llm_calls == calls
@@ -93,6 +108,14 @@ def test_deltamem_adapter_accounts_llm_use(tmp_path: Path, embedder: Embedder) -
 
 
 def test_registry() -> None:
-    assert set(SYSTEMS) == {"deltamem", "pipeline", "retrieval", "recent", "full", "mem0"}
+    assert set(SYSTEMS) == {
+        "deltamem",
+        "deltamem-facts",
+        "pipeline",
+        "retrieval",
+        "recent",
+        "full",
+        "mem0",
+    }
     with pytest.raises(ValueError, match="unknown system"):
         make_system("nope", ScriptedLLM(), None, Path("."))  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from fakes import T0, ScriptedLLM, add, ops, update
+from fakes import SESSION, T0, ScriptedLLM, add, ops, update
 
 from deltamem.embed import Embedder
 from deltamem.llm.base import ChatMessage
@@ -59,7 +59,7 @@ def prompt_of(request: dict) -> str:
 
 
 def manager(llm: ScriptedLLM, embedder: Embedder, store: Store, **cfg: int) -> Manager:
-    return Manager(llm, embedder, store, ManagerConfig(**cfg))
+    return Manager(llm, embedder, store, ManagerConfig(**({"strategy": "session"} | cfg)))
 
 
 # --- validation ---------------------------------------------------------------------
@@ -587,7 +587,7 @@ def test_update_that_copies_another_known_memory_is_dropped(
             swap_known,
         ]
     )
-    mem = Memory(tmp_path / "m.db", llm=llm, embedder=embedder)
+    mem = Memory(tmp_path / "m.db", llm=llm, embedder=embedder, config=SESSION)
     mem.add(
         [{"role": "user", "content": "I live in Leeds with my cat Miso."}],
         user_id="p",

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fakes import ScriptedLLM
+from fakes import SESSION, ScriptedLLM
 from mcp import Client
 from test_api import responder
 
@@ -34,7 +34,7 @@ def anyio_backend() -> str:
 @pytest.fixture
 def memory(tmp_path: Path, embedder: Embedder) -> Iterator[Memory]:
     store = SQLiteStore(tmp_path / "mcp.db", dim=embedder.dim, embedder_name=embedder.name)
-    mem = Memory(llm=ScriptedLLM(default=responder), embedder=embedder, store=store)
+    mem = Memory(llm=ScriptedLLM(default=responder), embedder=embedder, store=store, config=SESSION)
     yield mem
     mem.close()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import ScriptedLLM, add, ops, update
+from fakes import SESSION, ScriptedLLM, add, ops, update
 
 from deltamem.embed import Embedder
 from deltamem.llm.base import CallRecord, LLMTimeout
@@ -64,9 +64,13 @@ def test_add_search_get_history(mem: Memory, llm: ScriptedLLM) -> None:
     assert item.memory_type == "event"
     assert mem.get(item.id) == item
 
-    hits = mem.search("What is the name of Alice's dog?", user_id="alice")
+    hits = mem.search("What is the name of Alice's dog?", user_id="alice", tiers="facts")
     assert [h.memory.id for h in hits] == [item.id]
-    assert hits[0].score > 0
+    assert hits[0].score > 0 and hits[0].kind == "fact"
+    # the product's search also finds what was said, as episodes of the session log
+    both = mem.search("What is the name of Alice's dog?", user_id="alice")
+    assert item.id in [h.memory.id for h in both]
+    assert {h.kind for h in both} == {"fact", "episode"}
     assert mem.search("   ", user_id="alice") == []
     assert [h.op for h in mem.history(item.id)] == ["add"]
     assert [m.id for m in mem.session_memories("s1")] == [item.id]
@@ -415,7 +419,7 @@ def test_failure_while_applying_leaves_nothing_half_applied(
     assert mem.get(job.id).version == 1  # type: ignore[union-attr]
     assert [h.op for h in mem.history(job.id)] == ["add"]
     assert mem.session_memories("s1") == []
-    assert mem.search("beagle Rufus", user_id="alice")[0].memory.id == job.id
+    assert mem.search("beagle Rufus", user_id="alice", tiers="facts")[0].memory.id == job.id
     rec = mem.store.get_session("alice", "s1")
     assert rec is not None and rec.status == "pending"
 
@@ -495,7 +499,10 @@ def test_agent_scoping(mem: Memory, llm: ScriptedLLM) -> None:
     assert len(mem.get_all(user_id="alice")) == 2
     assert [m.content for m in mem.get_all(user_id="alice", agent_id="dj")] == ["Alice likes jazz."]
     hits = mem.search("What does Alice like?", user_id="alice", agent_id="barista")
-    assert [h.memory.content for h in hits] == ["Alice likes tea."]
+    assert {(h.kind, h.memory.content) for h in hits} == {
+        ("fact", "Alice likes tea."),
+        ("episode", "I like tea."),
+    }
 
 
 def test_delete(mem: Memory, llm: ScriptedLLM) -> None:
@@ -563,7 +570,7 @@ def test_llm_calls_are_counted_with_the_store(
     make_memory: Callable[..., Memory],
 ) -> None:
     llm = ScriptedLLM([{"search": ["dog"]}, ops(add("Alice adopted a beagle named Rufus."))])
-    m = make_memory(llm, ManagerConfig(search_rounds=1))
+    m = make_memory(llm, ManagerConfig(strategy="session", search_rounds=1))
     res = m.add(DOG, user_id="alice", session_id="s1")
     assert res.cost["llm_calls"] == 2 and res.cost["search_queries"] == 1
     assert llm.usage.by_purpose == {"manager": 2}
@@ -576,7 +583,7 @@ def test_every_llm_call_is_logged_to_the_store(
     logged: list[CallRecord] = []
     monkeypatch.setattr(store, "log_call", logged.append)
     llm = ScriptedLLM([LLMTimeout("slow"), ops(add("Alice adopted a beagle named Rufus."))])
-    with Memory(llm=llm, embedder=embedder, store=store) as m:
+    with Memory(llm=llm, embedder=embedder, store=store, config=SESSION) as m:
         m.add(DOG, user_id="alice", session_id="s1")
     assert [(r.purpose, r.ok, r.error) for r in logged] == [
         ("manager", False, "slow"),
@@ -593,6 +600,6 @@ def test_call_logging_can_be_turned_off(
     logged: list[CallRecord] = []
     monkeypatch.setattr(store, "log_call", logged.append)
     llm = ScriptedLLM([ops(add("Alice adopted a beagle named Rufus."))])
-    with Memory(llm=llm, embedder=embedder, store=store, log_calls=False) as m:
+    with Memory(llm=llm, embedder=embedder, store=store, log_calls=False, config=SESSION) as m:
         m.add(DOG, user_id="alice", session_id="s1")
     assert logged == [] and llm.usage.calls == 1

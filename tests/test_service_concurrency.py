@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from fakes import ScriptedLLM
+from fakes import SESSION, ScriptedLLM
 from fastapi.testclient import TestClient
 
 from deltamem.embed import Embedder
@@ -73,7 +73,7 @@ def responder(messages: list[dict[str, str]]) -> Any:
 def test_four_writers_and_four_workers_on_one_user(tmp_path: Path, embedder: Embedder) -> None:
     db = tmp_path / "conc.db"
     store = SQLiteStore(db, dim=embedder.dim, embedder_name=embedder.name)
-    mem = Memory(llm=ScriptedLLM(default=responder), embedder=embedder, store=store)
+    mem = Memory(llm=ScriptedLLM(default=responder), embedder=embedder, store=store, config=SESSION)
     app = create_app(mem, {KEY: "c"}, worker_settings=SETTINGS)
     extra = [Worker(mem, SETTINGS) for _ in range(3)]
     expected: dict[str, set[str]] = {}

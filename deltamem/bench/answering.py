@@ -17,14 +17,14 @@ def as_search_hits(found: Sequence[Retrieved], user: str, fallback: datetime) ->
         item = MemoryItem(
             id=f"r{i}",
             user_id=user,
-            content=r.text,
+            content=r.content,
             timestamp=ts,
             session_id=r.session_id,
             turns=r.turns,
             created_at=ts,
             updated_at=ts,
         )
-        out.append(SearchHit(memory=item, score=r.score))
+        out.append(SearchHit(memory=item, score=r.score, kind=r.kind, speaker=r.speaker))
     return out
 
 

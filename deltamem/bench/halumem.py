@@ -37,6 +37,8 @@ from deltamem.bench.log import RESULTS, ResultLog, write_usage
 from deltamem.bench.metrics import halumem as hm
 from deltamem.bench.metrics.common import mean
 from deltamem.bench.metrics.cost import cost_metrics
+from deltamem.bench.metrics.coverage import evidence_coverage
+from deltamem.bench.metrics.locomo import token_f1
 from deltamem.bench.report import write_report_safely
 from deltamem.bench.softmatch import best_similarity, covered
 from deltamem.bench.systems import MemorySystem, Retrieved, make_system
@@ -231,6 +233,9 @@ class _UserRun:
         rec["evidence_recall"] = covered(
             self.embedder, rec["evidence"], rec["retrieved"], self.run.tau
         )
+        rec["evidence_coverage"] = evidence_coverage(
+            rec["evidence"], rec["retrieved"], self.user.name
+        )
         rec["prediction"] = None
         if self.answerer is None:
             rec["not_answered"] = "run without answers"
@@ -241,6 +246,7 @@ class _UserRun:
                     q.question, as_search_hits(found, self.uid, asked_at), asked_at=asked_at
                 )
                 rec["prediction"] = ans.text
+                rec["answer_f1"] = token_f1(ans.text, str(q.answer))
             except Exception as exc:
                 rec["error"] = rec["error"] or error_text(exc)
             rec["answer_seconds"] = time.perf_counter() - t1
@@ -314,6 +320,11 @@ def retrieval_metrics(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "qa_evidence_recall_at_20": mean(
             r["evidence_recall"] for r in qs if r.get("evidence_recall") is not None
         ),
+        # judge-free, for facts and raw turns alike (metrics/coverage.py)
+        "qa_evidence_coverage_at_20": mean(
+            r["evidence_coverage"] for r in qs if r.get("evidence_coverage") is not None
+        ),
+        "qa_answer_f1": mean(r["answer_f1"] for r in qs if r.get("answer_f1") is not None),
         "errors": sum(1 for r in records if r.get("error")),
     }
 

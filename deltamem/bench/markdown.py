@@ -70,11 +70,26 @@ def halumem_tables(metrics: dict[str, Any]) -> str:
             ["system", "correct", "hallucination", "omission"],
             _metric_rows(metrics, "qa", ("correct", "hallucination", "omission")),
         ),
-        "Judge-free retrieval checks",
+        "Judge-free retrieval and answer checks",
         table(
-            ["system", "update hit@10", "QA evidence recall@20", "errors"],
+            [
+                "system",
+                "update hit@10",
+                "QA evidence recall@20",
+                "QA evidence coverage@20",
+                "QA answer F1",
+                "errors",
+            ],
             _metric_rows(
-                metrics, "retrieval", ("update_hit_at_10", "qa_evidence_recall_at_20", "errors")
+                metrics,
+                "retrieval",
+                (
+                    "update_hit_at_10",
+                    "qa_evidence_recall_at_20",
+                    "qa_evidence_coverage_at_20",
+                    "qa_answer_f1",
+                    "errors",
+                ),
             ),
         ),
         "Cost (per session; seconds are totals)",

@@ -368,7 +368,13 @@ def halumem_body(metrics: dict[str, Any], records: Sequence[dict[str, Any]]) -> 
     out = ["<h2>Summary</h2>"]
     headers = ["system"] + [label for _, label in EXTRACTION]
     headers += [f"update {c}" for _, c in CHO] + [f"QA {c}" for _, c in CHO]
-    headers += ["update hit@10", "QA evidence recall@20", "errors"]
+    headers += [
+        "update hit@10",
+        "QA evidence recall@20",
+        "QA evidence coverage@20",
+        "QA answer F1",
+        "errors",
+    ]
     rows = []
     for s in systems:
         m = metrics[s]
@@ -377,6 +383,8 @@ def halumem_body(metrics: dict[str, Any], records: Sequence[dict[str, Any]]) -> 
         row += [
             _get(m, "retrieval", "update_hit_at_10"),
             _get(m, "retrieval", "qa_evidence_recall_at_20"),
+            _get(m, "retrieval", "qa_evidence_coverage_at_20"),
+            _get(m, "retrieval", "qa_answer_f1"),
             _get(m, "retrieval", "errors"),
         ]
         rows.append(row)

@@ -1,7 +1,16 @@
-"""The agentic memory manager (DeltaMem design): one LLM reads a session, may
-search the bank, and ends with one structured list of add / update / none.
+"""The memory manager (DeltaMem design): reads a session and plans add / update /
+none operations on the bank, which the caller writes in one transaction.
 
-Per chunk of the session:
+Two strategies (`ManagerConfig.strategy`):
+
+* "turns" (default): facts are extracted one user turn at a time, without the
+  known memories (`extract.py`), then each new fact meets its nearest memories in
+  a narrow decision step (`resolve.py`). Built for small local models, which copy
+  whatever long list they are shown.
+* "session": one agent call per chunk of the session, shown the related memories,
+  answering with the whole list of operations; stronger models use it well.
+
+"session", per chunk of the session:
   1. pre-retrieve memories related to the user turns (hybrid search);
   2. ask the model for operations, optionally letting it search first
      (bounded rounds, schema-constrained replies);
@@ -16,12 +25,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
 from deltamem.embed.base import Embedder
 from deltamem.llm.base import LLM
 from deltamem.manager import schema
+from deltamem.manager.extract import FactExtractor, leading_name, name_in
 from deltamem.manager.render import (
     Turn,
     chunk_turns,
@@ -29,6 +40,7 @@ from deltamem.manager.render import (
     render_turns,
     template,
 )
+from deltamem.manager.resolve import Resolver
 from deltamem.manager.validate import PendingWrite, Workspace, apply_ops
 from deltamem.retrieval.hybrid import HybridSearcher
 from deltamem.store.base import PlannedWrite, Store
@@ -43,6 +55,9 @@ UNRELATED_UPDATE = 0.5  # cosine (old vs new sentence) below which an update is 
 
 @dataclass
 class ManagerConfig:
+    # "turns": per-turn extraction, then a narrow decision per fact (small models);
+    # "session": one agent call per chunk that sees the related memories
+    strategy: Literal["turns", "session"] = "turns"
     assistant_words: int = 40  # assistant turns are cut to about this many words
     prefetch: int = 12  # memories pre-retrieved per chunk (a small model copies long lists)
     # Search-tool rounds per chunk. Off by default: with the embedded 1.5B model a
@@ -112,6 +127,8 @@ class Manager:
         ws = Workspace()
         if not user_idx:  # nothing the user said: nothing to remember
             return Plan([], [], stats)
+        if c.strategy == "turns":
+            return self._plan_by_turns(session, stats)
         user_vecs = dict(
             zip(user_idx, self.embedder.embed([msgs[i].content for i in user_idx]), strict=True)
         )
@@ -125,6 +142,30 @@ class Manager:
             self._run_chunk(session, chunk, idx, user_vecs, ws, n, stats)
         writes = self._finish(session, ws, user_vecs)
         return Plan(writes, ws.noops, stats)
+
+    def _plan_by_turns(self, session: SessionRecord, stats: dict[str, float]) -> Plan:
+        noops: list[Operation] = []
+        extractor = FactExtractor(self.llm, assistant_words=self.config.assistant_words)
+        name = self._known_name(session)
+        candidates = extractor.extract(session, name, noops)
+        writes, calls = Resolver(self.llm, self.embedder, self.store).resolve(
+            session, candidates, noops, name
+        )
+        stats["llm_calls"] += sum(m.role == "user" for m in session.messages) + calls
+        stats["chunks"] = 1
+        return Plan(writes, noops, stats)
+
+    def _known_name(self, session: SessionRecord) -> str | None:
+        """The user's name, where this session or a memory states it ("... name is
+        Sarah Garcia"), else the name most of their facts open with: facts then name
+        the person instead of "The user"."""
+        said = name_in([m.content for m in session.messages if m.role == "user"])
+        if said:
+            return said
+        found = self.searcher.rank(["name is"], session.user_id, agent_id=session.agent_id)
+        known = [m.content for m in self.store.get_many([mid for mid, _ in found[:10]])]
+        early = self.store.list_memories(session.user_id, session.agent_id, limit=50)
+        return name_in(known) or leading_name([m.content for m in early])
 
     def _run_chunk(
         self,

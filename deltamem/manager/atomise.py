@@ -51,6 +51,30 @@ def split_facts(content: str) -> list[str]:
     return facts
 
 
+_THEY = re.compile(r"^They\s+(?=\w)")
+_THEIR = re.compile(r"^(?:Their|My)\s+(?=\w)")
+_I_AM = re.compile(r"^(?:I am|I'm)\s+(?=\w)")
+
+
+def name_subject(sentence: str, subject: str) -> str:
+    """A sentence about the person that opens with a pronoun ("She", "Her", "They",
+    "Their", and the user's own "My ..." or "I am ...") gets `subject` back, so it
+    names the person and stands on its own. Other first-person sentences are left
+    as they are (their verbs would not agree)."""
+    s = sentence.strip().replace("’", "'")
+    s = _PRONOUN.sub(subject + " ", s)
+    s = _POSSESSIVE.sub(subject + "'s ", s)
+    s = _THEIR.sub(subject + "'s ", s)
+    s = _I_AM.sub(subject + " is ", s)
+    if _THEY.match(s):  # "They have" -> "Sarah has": only the common verbs agree simply
+        rest = _THEY.sub("", s)
+        verb, _, tail = rest.partition(" ")
+        third = {"have": "has", "are": "is", "were": "was", "do": "does"}.get(verb)
+        if third or verb.endswith("ed"):
+            s = f"{subject} {third or verb} {tail}".strip()
+    return s
+
+
 def first_person(sentence: str) -> bool:
     """A sentence in the speaker's own voice ("I feel…", "My team…")."""
     return bool(_FIRST_PERSON.match(sentence.strip().replace("’", "'")))

@@ -1,18 +1,24 @@
 """Hybrid retrieval: dense (embedding cosine) and sparse (BM25 over FTS) rankings,
-fused by reciprocal rank fusion, which needs no score calibration between them."""
+fused by reciprocal rank fusion, which needs no score calibration between them.
+
+Two tiers are searched: facts (the memory bank) and episodes (the session log's
+raw turns). Their four rankings are fused into one list, each hit saying its kind."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 
 from deltamem.embed.base import Embedder
+from deltamem.episodes import is_episode_id
 from deltamem.store.base import Store
 from deltamem.text import terms
 from deltamem.types import SearchFilters, SearchHit
 
 RRF_K = 60
+Tiers = Literal["all", "facts", "episodes"]
 
 
 def rrf(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[tuple[str, float]]:
@@ -52,6 +58,21 @@ class HybridSearcher:
             rankings.append([mid for mid, _ in sparse])
         return rrf(rankings)
 
+    def rank_episodes(
+        self,
+        query: str,
+        vector: np.ndarray,
+        user_id: str,
+        *,
+        agent_id: str | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[list[str]]:
+        """The episode tier's dense and sparse rankings for one query."""
+        depth = self.depth
+        dense = self.store.episode_dense_search(user_id, vector, depth, agent_id, filters)
+        sparse = self.store.episode_keyword_search(user_id, terms(query), depth, agent_id, filters)
+        return [[eid for eid, _ in dense], [eid for eid, _ in sparse]]
+
     def search(
         self,
         query: str,
@@ -60,12 +81,30 @@ class HybridSearcher:
         limit: int = 20,
         agent_id: str | None = None,
         filters: SearchFilters | None = None,
+        tiers: Tiers = "all",
     ) -> list[SearchHit]:
-        if not query.strip():
+        if not query.strip() or limit <= 0:
             return []
-        fused = self.rank([query], user_id, agent_id=agent_id, filters=filters)[:limit]
+        vector = self.embedder.embed([query])[0]
+        rankings: list[Sequence[str]] = []
+        if tiers in ("all", "facts"):
+            dense = self.store.dense_search(user_id, vector, self.depth, agent_id, filters)
+            sparse = self.store.keyword_search(user_id, terms(query), self.depth, agent_id, filters)
+            rankings += [[m for m, _ in dense], [m for m, _ in sparse]]
+        if tiers in ("all", "episodes"):
+            rankings += self.rank_episodes(
+                query, vector, user_id, agent_id=agent_id, filters=filters
+            )
+        fused = rrf(rankings)[:limit]
         scores = dict(fused)
-        return [
-            SearchHit(memory=m, score=scores[m.id])
-            for m in self.store.get_many([mid for mid, _ in fused])
-        ]
+        ids = [i for i, _ in fused]
+        episode_ids = [i for i in ids if is_episode_id(i)]
+        facts = {m.id: m for m in self.store.get_many([i for i in ids if not is_episode_id(i)])}
+        episodes = {e.id: e for e in self.store.get_episodes(episode_ids)}
+        hits = []
+        for i in ids:
+            if i in facts:
+                hits.append(SearchHit(memory=facts[i], score=scores[i]))
+            elif i in episodes:
+                hits.append(SearchHit.of_episode(episodes[i], scores[i]))
+        return hits

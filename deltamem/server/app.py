@@ -320,6 +320,7 @@ def create_app(
             limit=body.limit,
             agent_id=body.agent_id,
             filters=filters,
+            tiers=body.tiers,
         )
         return SearchOut(query=body.query, results=[HitOut.of(h) for h in hits])
 

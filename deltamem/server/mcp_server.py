@@ -62,6 +62,8 @@ class RememberResult(BaseModel):
 class SearchResult(BaseModel):
     memory: MemoryOut
     score: float
+    kind: str = "fact"  # "episode": a raw turn of a past conversation
+    speaker: str | None = None
 
 
 class SearchResults(BaseModel):
@@ -185,7 +187,12 @@ def create_mcp_server(
         """Search what is remembered about the user (hybrid semantic + keyword)."""
         hits = await run(memory.search, query, user_id=user(ctx, user_id), limit=limit)
         return SearchResults(
-            results=[SearchResult(memory=MemoryOut.of(h.memory), score=h.score) for h in hits]
+            results=[
+                SearchResult(
+                    memory=MemoryOut.of(h.memory), score=h.score, kind=h.kind, speaker=h.speaker
+                )
+                for h in hits
+            ]
         )
 
     @mcp.tool()

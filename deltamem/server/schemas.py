@@ -84,6 +84,10 @@ class FiltersIn(BaseModel):
     session_id: SessionId | None = None
 
 
+# which tiers a search reads: facts and raw turns (episodes), or one of them
+TiersIn = Literal["all", "facts", "episodes"]
+
+
 class SearchIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -92,6 +96,7 @@ class SearchIn(BaseModel):
     agent_id: AgentId | None = None
     limit: Annotated[int, Field(ge=1, le=100)] = 20
     filters: FiltersIn | None = None
+    tiers: TiersIn = "all"
 
 
 class AnswerIn(BaseModel):
@@ -154,12 +159,19 @@ class MemoryList(BaseModel):
 
 
 class HitOut(BaseModel):
+    """A fact of the memory bank, or (`kind` "episode") a raw turn of the session log:
+    then `memory.id` is the episode's id and `speaker` says who said it."""
+
     memory: MemoryOut
     score: float
+    kind: Literal["fact", "episode"] = "fact"
+    speaker: str | None = None
 
     @classmethod
     def of(cls, hit: SearchHit) -> HitOut:
-        return cls(memory=MemoryOut.of(hit.memory), score=hit.score)
+        return cls(
+            memory=MemoryOut.of(hit.memory), score=hit.score, kind=hit.kind, speaker=hit.speaker
+        )
 
 
 class SearchOut(BaseModel):

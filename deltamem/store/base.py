@@ -14,6 +14,7 @@ import numpy as np
 
 from deltamem.llm.base import CallRecord
 from deltamem.types import (
+    Episode,
     HistoryEntry,
     MemoryItem,
     MemoryType,
@@ -49,17 +50,71 @@ class PlannedWrite:
     turns: list[int] = field(default_factory=list)
 
 
+@dataclass
+class PlannedEpisode:
+    """A turn of a session to index as an episode, with its embedding."""
+
+    episode: Episode
+    embedding: np.ndarray
+
+
 class Store(ABC):
     dim: int
 
     # --- session log -------------------------------------------------------------
     @abstractmethod
-    def log_session(self, rec: SessionRecord) -> tuple[SessionRecord, bool]:
+    def log_session(
+        self, rec: SessionRecord, episodes: list[PlannedEpisode] | None = None
+    ) -> tuple[SessionRecord, bool]:
         """Durably store a session before extraction. Returns (stored record, created).
 
-        Logging the same session again is a no-op that returns the stored record;
-        the same id with different content raises SessionConflict.
+        `episodes` (its turns, embedded) are indexed in the same transaction, so the
+        log and the episode index never disagree; without them the session is left
+        unindexed for `index_episodes`. Logging the same session again is a no-op
+        that returns the stored record (nothing is indexed twice); the same id with
+        different content raises SessionConflict.
         """
+
+    # --- episodes: the session log's turns, searchable beside the facts ------------
+    @abstractmethod
+    def unindexed_sessions(self, limit: int = 100) -> list[SessionRecord]:
+        """Logged sessions whose turns are not indexed yet (a store from before the
+        episode index, or a session logged without episodes), in log order."""
+
+    @abstractmethod
+    def index_episodes(self, rec: SessionRecord, episodes: list[PlannedEpisode]) -> int:
+        """Index a logged session's turns and mark it indexed, in one transaction.
+        Idempotent: turns already indexed are skipped. Returns how many were added."""
+
+    @abstractmethod
+    def get_episodes(self, episode_ids: list[str]) -> list[Episode]:
+        """Episodes among the ids, in the order given."""
+
+    @abstractmethod
+    def episode_dense_search(
+        self,
+        user_id: str,
+        vector: np.ndarray,
+        k: int,
+        agent_id: str | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[tuple[str, float]]:
+        """(episode id, cosine similarity), best first. Episodes have no memory type:
+        a `memory_type` filter matches none."""
+
+    @abstractmethod
+    def episode_keyword_search(
+        self,
+        user_id: str,
+        terms: list[str],
+        k: int,
+        agent_id: str | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[tuple[str, float]]:
+        """(episode id, relevance), best first; any term may match."""
+
+    @abstractmethod
+    def count_episodes(self, user_id: str, agent_id: str | None = None) -> int: ...
 
     @abstractmethod
     def get_session(
@@ -120,7 +175,8 @@ class Store(ABC):
 
     @abstractmethod
     def reset(self, user_id: str, agent_id: str | None = None, keep_log: bool = False) -> int:
-        """Remove a user's memories (and, unless keep_log, their session log)."""
+        """Remove a user's memories (and, unless keep_log, their session log and its
+        episodes)."""
 
     # --- reads -------------------------------------------------------------------
     @abstractmethod

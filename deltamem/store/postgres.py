@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import threading
-import unicodedata
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -34,12 +33,15 @@ from psycopg.types.json import Jsonb
 
 from deltamem.llm.base import CallRecord
 from deltamem.store.base import (
+    PlannedEpisode,
     PlannedWrite,
     SessionConflict,
     Store,
     StoreError,
     UnknownMemory,
 )
+from deltamem.store.pg_sql import fold, tsquery_sql, vector_literal
+from deltamem.store.postgres_episodes import PostgresEpisodes
 from deltamem.types import (
     HistoryEntry,
     MemoryItem,
@@ -55,7 +57,6 @@ Row = dict[str, Any]
 
 _MIGRATION_LOCK = 0x64656C74616D656D  # "deltamem": serialises first connects
 _MAX_DIM = 16_000  # pgvector's limit for `vector`
-_FTS = "deltamem_fts"  # text search config made by the first migration
 _MEMORY_COLS = (
     "id, user_id, agent_id, content, timestamp, memory_type, keywords, session_id, turns, "
     "created_at, updated_at, version"
@@ -72,26 +73,11 @@ def _utc(dt: datetime) -> datetime:
     return dt.astimezone(UTC)
 
 
-def vector_literal(v: np.ndarray) -> str:
-    """pgvector's text form; %.9g round-trips every float32 exactly."""
-    return "[" + ",".join(f"{x:.9g}" for x in np.asarray(v, dtype=np.float32).ravel()) + "]"
-
-
-def fold(text: str) -> str:
-    """Strip diacritics ("café" -> "cafe"), as FTS5's unicode61 tokenizer does."""
-    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-
-
 def _fts_text(w: PlannedWrite) -> str:
     return fold(" ".join([w.content, *w.keywords]))
 
 
-def tsquery_sql(n: int) -> str:
-    """SQL for the OR of n terms, each a bound parameter taken as a phrase."""
-    return " || ".join([f"phraseto_tsquery('{_FTS}', %s)"] * n)
-
-
-class PostgresStore(Store):
+class PostgresStore(PostgresEpisodes, Store):
     def __init__(self, dsn: str, dim: int = 384, embedder_name: str = "") -> None:
         self.dsn = dsn
         self.dim = dim
@@ -170,9 +156,10 @@ class PostgresStore(Store):
                     "INSERT INTO meta VALUES ('dim', %s), ('embedder', %s)",
                     (str(self.dim), embedder_name),
                 )
-                cur.execute(
-                    f"ALTER TABLE memories ALTER COLUMN embedding TYPE vector({self.dim:d})"
-                )
+                for table in ("memories", "episodes"):
+                    cur.execute(
+                        f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({self.dim:d})"
+                    )
             elif int(got["value"]) != self.dim:
                 raise StoreError(
                     f"this database holds {got['value']}-d embeddings but the embedder gives "
@@ -213,7 +200,9 @@ class PostgresStore(Store):
         )
 
     # --- session log -------------------------------------------------------------
-    def log_session(self, rec: SessionRecord) -> tuple[SessionRecord, bool]:
+    def log_session(
+        self, rec: SessionRecord, episodes: list[PlannedEpisode] | None = None
+    ) -> tuple[SessionRecord, bool]:
         key = (rec.user_id, _agent(rec.agent_id), rec.session_id)
         # Messages stay JSON text, not jsonb: jsonb refuses \u0000, which a message may hold.
         messages = json.dumps([m.model_dump(mode="json") for m in rec.messages])
@@ -221,7 +210,7 @@ class PostgresStore(Store):
             # ON CONFLICT waits for a concurrent writer of the same session, then yields.
             row = cur.execute(
                 """INSERT INTO sessions (user_id, agent_id, session_id, ts, timestamp, messages,
-                   content_hash, created_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s)
+                   content_hash, created_at, indexed) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)
                    ON CONFLICT (user_id, agent_id, session_id) DO NOTHING RETURNING seq""",
                 (
                     *key,
@@ -230,9 +219,12 @@ class PostgresStore(Store):
                     messages,
                     rec.content_hash,
                     utcnow(),
+                    episodes is not None,
                 ),
             ).fetchone()
             if row is not None:
+                if episodes:
+                    self._insert_episodes(cur, episodes)
                 return rec.model_copy(update={"seq": row["seq"], "status": "pending"}), True
             row = cur.execute(f"SELECT * FROM sessions WHERE {_SCOPE}", key).fetchone()
             if row is None:  # removed by a concurrent reset between the two statements
@@ -491,6 +483,7 @@ class PostgresStore(Store):
                 )
             else:
                 cur.execute(f"DELETE FROM sessions WHERE {scope}", params)
+                cur.execute(f"DELETE FROM episodes WHERE {scope}", params)
             return len(ids)
 
     # --- reads ---------------------------------------------------------------------

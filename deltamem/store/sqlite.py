@@ -24,14 +24,16 @@ from pathlib import Path
 import numpy as np
 
 from deltamem.llm.base import CallRecord
-from deltamem.porter import stem
 from deltamem.store.base import (
+    PlannedEpisode,
     PlannedWrite,
     SessionConflict,
     Store,
     StoreError,
     UnknownMemory,
 )
+from deltamem.store.sqlite_episodes import SQLiteEpisodes
+from deltamem.store.sqlite_sql import filter_sql, fts_query, rankable
 from deltamem.store.vectors import Bank, VectorCache
 from deltamem.types import (
     HistoryEntry,
@@ -44,8 +46,6 @@ from deltamem.types import (
     utcnow,
 )
 
-COMMON_TERM_DOCS = 4000  # keyword terms found in more memories than this are not ranked
-
 
 def _iso(dt: datetime) -> str:
     return dt.isoformat()
@@ -55,12 +55,7 @@ def _agent(agent_id: str | None) -> str:
     return agent_id or ""
 
 
-def fts_query(terms: list[str]) -> str:
-    """OR of quoted terms: user text never reaches FTS5 as query syntax."""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-
-
-class SQLiteStore(Store):
+class SQLiteStore(SQLiteEpisodes, Store):
     def __init__(self, path: str | Path, dim: int = 384, embedder_name: str = "") -> None:
         self.path = str(path)
         if self.path != ":memory:":
@@ -68,6 +63,7 @@ class SQLiteStore(Store):
         self.dim = dim
         self._lock = threading.RLock()
         self._vectors = VectorCache()
+        self._episode_vectors = VectorCache()
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
@@ -156,7 +152,9 @@ class SQLiteStore(Store):
             return self._db.execute(sql, params).fetchall()
 
     # --- session log -------------------------------------------------------------
-    def log_session(self, rec: SessionRecord) -> tuple[SessionRecord, bool]:
+    def log_session(
+        self, rec: SessionRecord, episodes: list[PlannedEpisode] | None = None
+    ) -> tuple[SessionRecord, bool]:
         with self._tx() as db:
             row = db.execute(
                 "SELECT * FROM sessions WHERE user_id=? AND agent_id=? AND session_id=?",
@@ -172,7 +170,7 @@ class SQLiteStore(Store):
             messages = json.dumps([m.model_dump(mode="json") for m in rec.messages])
             cur = db.execute(
                 """INSERT INTO sessions (user_id, agent_id, session_id, ts, timestamp, messages,
-                   content_hash, created_at) VALUES (?,?,?,?,?,?,?,?)""",
+                   content_hash, created_at, indexed) VALUES (?,?,?,?,?,?,?,?,?)""",
                 (
                     rec.user_id,
                     _agent(rec.agent_id),
@@ -182,8 +180,11 @@ class SQLiteStore(Store):
                     messages,
                     rec.content_hash,
                     _iso(utcnow()),
+                    int(episodes is not None),
                 ),
             )
+            if episodes:
+                self._insert_episodes(db, episodes)
             return rec.model_copy(update={"seq": cur.lastrowid, "status": "pending"}), True
 
     def get_session(
@@ -472,6 +473,7 @@ class SQLiteStore(Store):
                 )
             else:
                 db.execute(f"DELETE FROM sessions WHERE {scope}", params)
+                self._remove_episodes(db, scope, params)
             return len(rows)
 
     # --- reads ---------------------------------------------------------------------
@@ -491,29 +493,6 @@ class SQLiteStore(Store):
             found.update({r["id"]: self._memory(r) for r in rows})
         return [found[i] for i in memory_ids if i in found]
 
-    @staticmethod
-    def _filter_sql(
-        agent_id: str | None, filters: SearchFilters | None, prefix: str = ""
-    ) -> tuple[str, list]:
-        parts, params = [], []
-        if agent_id is not None:
-            parts.append(f"{prefix}agent_id = ?")
-            params.append(agent_id)
-        if filters is not None:
-            if filters.since is not None:
-                parts.append(f"{prefix}ts >= ?")
-                params.append(filters.since.timestamp())
-            if filters.until is not None:
-                parts.append(f"{prefix}ts <= ?")
-                params.append(filters.until.timestamp())
-            if filters.memory_type is not None:
-                parts.append(f"{prefix}memory_type = ?")
-                params.append(filters.memory_type)
-            if filters.session_id is not None:
-                parts.append(f"{prefix}session_id = ?")
-                params.append(filters.session_id)
-        return "".join(" AND " + p for p in parts), params
-
     def list_memories(
         self,
         user_id: str,
@@ -521,7 +500,7 @@ class SQLiteStore(Store):
         filters: SearchFilters | None = None,
         limit: int | None = None,
     ) -> list[MemoryItem]:
-        extra, params = self._filter_sql(agent_id, filters)
+        extra, params = filter_sql(agent_id, filters)
         sql = f"SELECT * FROM memories WHERE user_id=?{extra} ORDER BY ts, rowid"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
@@ -601,10 +580,10 @@ class SQLiteStore(Store):
         agent_id: str | None = None,
         filters: SearchFilters | None = None,
     ) -> list[tuple[str, float]]:
-        terms = self._rankable(terms)
+        terms = rankable(self._read, terms, "memories_fts_vocab")
         if not terms:
             return []
-        extra, params = self._filter_sql(agent_id, filters, prefix="m.")
+        extra, params = filter_sql(agent_id, filters, prefix="m.")
         rows = self._read(
             f"""SELECT m.id AS id, bm25(memories_fts) AS rank FROM memories_fts
                 JOIN memories m ON m.rowid = memories_fts.rowid
@@ -614,25 +593,8 @@ class SQLiteStore(Store):
         )
         return [(r["id"], -float(r["rank"])) for r in rows]
 
-    def _rankable(self, terms: list[str]) -> list[str]:
-        """The terms worth ranking by: BM25 costs O(documents matched), and a term in
-        thousands of memories (a user's own name, in every one of theirs) has an IDF
-        near zero, so it would cost the most and change the ranking the least."""
-        if not terms:
-            return []
-        stems = {t: stem(t) for t in terms}
-        distinct = sorted(set(stems.values()))  # "film" and "films" share a stem
-        marks = ",".join("?" * len(distinct))
-        df = {
-            r["term"]: r["doc"]
-            for r in self._read(
-                f"SELECT term, doc FROM memories_fts_vocab WHERE term IN ({marks})", distinct
-            )
-        }
-        return [t for t in terms if df.get(stems[t], 0) <= COMMON_TERM_DOCS]
-
     def count(self, user_id: str, agent_id: str | None = None) -> int:
-        extra, params = self._filter_sql(agent_id, None)
+        extra, params = filter_sql(agent_id, None)
         return self._read(
             f"SELECT count(*) FROM memories WHERE user_id=?{extra}", [user_id, *params]
         )[0][0]

@@ -11,7 +11,7 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from deltamem.llm.base import LLM
 
@@ -19,13 +19,24 @@ from deltamem.llm.base import LLM
 @dataclass
 class Retrieved:
     """One search result: its text, event time and provenance (session id and the
-    indices of the session's messages it came from) when the system knows them."""
+    indices of the session's messages it came from) when the system knows them, and
+    whether it is an extracted fact or a raw turn (shown to the answerer apart)."""
 
     text: str
     timestamp: datetime | None = None
     session_id: str | None = None
     turns: list[int] = field(default_factory=list)
     score: float = 0.0
+    kind: Literal["fact", "episode"] = "fact"  # an extracted memory, or a raw turn
+    speaker: str | None = None  # who said a raw turn; its text is then "speaker: words"
+
+    @property
+    def content(self) -> str:
+        """The text without the speaker's prefix a raw turn carries."""
+        prefix = f"{self.speaker}: "
+        if self.kind == "episode" and self.speaker and self.text.startswith(prefix):
+            return self.text[len(prefix) :]
+        return self.text
 
 
 @dataclass

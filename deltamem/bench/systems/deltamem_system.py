@@ -11,9 +11,14 @@ from deltamem.embed import Embedder
 from deltamem.llm.base import LLM
 from deltamem.manager.agent import ManagerConfig
 from deltamem.memory import Memory
+from deltamem.retrieval.hybrid import Tiers
 
 
 class DeltamemSystem(MemorySystem):
+    """deltamem as shipped: facts and episodes searched together. With
+    `tiers="facts"` (the `deltamem-facts` system) only the manager's facts are
+    searched, which keeps the manager's own effect visible."""
+
     name = "deltamem"
 
     def __init__(
@@ -22,8 +27,12 @@ class DeltamemSystem(MemorySystem):
         embedder: Embedder,
         path: str | Path,
         config: ManagerConfig | None = None,
+        tiers: Tiers = "all",
     ) -> None:
         super().__init__(llm)
+        self.tiers: Tiers = tiers
+        if tiers == "facts":
+            self.name = "deltamem-facts"
         self.memory = Memory(path, llm=llm, embedder=embedder, config=config, log_calls=False)
 
     def _reset(self, user: str) -> None:
@@ -48,13 +57,17 @@ class DeltamemSystem(MemorySystem):
     def _search(self, user: str, query: str, k: int) -> list[Retrieved]:
         return [
             Retrieved(
-                text=h.memory.content,
+                text=f"{h.speaker}: {h.memory.content}"
+                if h.kind == "episode"
+                else h.memory.content,
                 timestamp=h.memory.timestamp,
                 session_id=h.memory.session_id,
                 turns=list(h.memory.turns),
                 score=h.score,
+                kind=h.kind,
+                speaker=h.speaker,
             )
-            for h in self.memory.search(query, user_id=user, limit=k)
+            for h in self.memory.search(query, user_id=user, limit=k, tiers=self.tiers)
         ]
 
     def close(self) -> None:

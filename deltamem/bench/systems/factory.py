@@ -16,6 +16,9 @@ Factory = Callable[[LLM, Embedder, Path], MemorySystem]
 
 SYSTEMS: dict[str, Factory] = {
     "deltamem": lambda llm, emb, work: DeltamemSystem(llm, emb, work / "deltamem.db"),
+    "deltamem-facts": lambda llm, emb, work: DeltamemSystem(
+        llm, emb, work / "deltamem.db", tiers="facts"
+    ),
     "pipeline": lambda llm, emb, work: PipelineSystem(llm, emb, work / "pipeline.db"),
     "retrieval": lambda llm, emb, work: RetrievalSystem(emb, llm=llm),
     "recent": lambda llm, emb, work: RecentSystem(llm=llm),

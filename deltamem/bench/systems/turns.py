@@ -17,15 +17,20 @@ from deltamem.timeparse import parse_time
 
 @dataclass
 class StoredTurn:
-    text: str
+    speaker: str
+    content: str
     timestamp: datetime | None
     session_id: str
     index: int  # position of the message in its session
 
+    @property
+    def text(self) -> str:
+        return f"{self.speaker}: {self.content}"
 
-def _turn_text(m: dict[str, Any]) -> str:
+
+def _turn(m: dict[str, Any], default: datetime | None, session_id: str, i: int) -> StoredTurn:
     who = m.get("name") or m.get("role", "user")
-    return f"{who}: {m.get('content', '')}".strip()
+    return StoredTurn(who, str(m.get("content", "")).strip(), _time(m, default), session_id, i)
 
 
 def _time(m: dict[str, Any], default: datetime | None) -> datetime | None:
@@ -60,7 +65,7 @@ class TurnSystem(MemorySystem):
         timestamp: datetime | None,
     ) -> dict[str, float]:
         new = [
-            StoredTurn(_turn_text(m), _time(m, timestamp), session_id, i)
+            _turn(m, timestamp, session_id, i)
             for i, m in enumerate(messages)
             if str(m.get("content", "")).strip()
         ]
@@ -79,7 +84,12 @@ class TurnSystem(MemorySystem):
 
     @staticmethod
     def _out(ts: list[StoredTurn]) -> list[Retrieved]:
-        return [Retrieved(t.text, t.timestamp, t.session_id, [t.index]) for t in ts]
+        return [
+            Retrieved(
+                t.text, t.timestamp, t.session_id, [t.index], kind="episode", speaker=t.speaker
+            )
+            for t in ts
+        ]
 
 
 class RetrievalSystem(TurnSystem):

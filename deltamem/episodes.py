@@ -1,0 +1,74 @@
+"""The episode tier: a session's turns as searchable episodes, built without an LLM.
+
+Facts are what the manager understood; episodes are what was said. Both are
+searched and shown to the answerer, so a fact the manager missed (or wrote
+wrong) can still be found in the words of the user, dated by its session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from deltamem.embed.base import Embedder
+from deltamem.store.base import PlannedEpisode, Store
+from deltamem.types import Episode, SessionRecord
+
+EPISODE_PREFIX = "ep_"
+# what the embedder reads of a long turn (MiniLM sees ~256 word pieces anyway)
+EMBED_CHARS = 2000
+
+
+def episode_id(user_id: str, agent_id: str | None, session_id: str, turn: int) -> str:
+    """Stable across re-logging and replay, distinct from memory ids (uuid hex)."""
+    key = "\x1f".join([user_id, agent_id or "", session_id, str(turn)])
+    return EPISODE_PREFIX + hashlib.sha256(key.encode("utf-8")).hexdigest()[:29]
+
+
+def is_episode_id(item_id: str) -> bool:
+    return item_id.startswith(EPISODE_PREFIX)
+
+
+def session_episodes(rec: SessionRecord) -> list[Episode]:
+    """The session's user and assistant turns (system prompts are not episodes)."""
+    out = []
+    for i, m in enumerate(rec.messages):
+        if m.role == "system":
+            continue
+        # PostgreSQL text cannot hold NUL; the log keeps the message exactly as sent
+        content = m.content.replace("\x00", "\ufffd")
+        out.append(
+            Episode(
+                id=episode_id(rec.user_id, rec.agent_id, rec.session_id, i),
+                user_id=rec.user_id,
+                agent_id=rec.agent_id,
+                session_id=rec.session_id,
+                turn=i,
+                role=m.role,
+                name=m.name,
+                content=content,
+                timestamp=m.timestamp or rec.timestamp,
+            )
+        )
+    return out
+
+
+def plan_episodes(rec: SessionRecord, embedder: Embedder) -> list[PlannedEpisode]:
+    episodes = session_episodes(rec)
+    if not episodes:
+        return []
+    vectors = embedder.embed([f"{e.speaker}: {e.content}"[:EMBED_CHARS] for e in episodes])
+    return [PlannedEpisode(e, v) for e, v in zip(episodes, vectors, strict=True)]
+
+
+def index_logged_sessions(store: Store, embedder: Embedder, batch: int = 100) -> int:
+    """Index the turns of every logged session that has none yet (a store written
+    before the episode tier); each session in its own transaction, so an
+    interrupted pass resumes where it stopped. Returns the sessions indexed."""
+    done = 0
+    while True:
+        pending = store.unindexed_sessions(limit=batch)
+        if not pending:
+            return done
+        for rec in pending:
+            store.index_episodes(rec, plan_episodes(rec, embedder))
+            done += 1

@@ -1,0 +1,165 @@
+"""Fact extraction, one user turn at a time (the manager's first step).
+
+A 1.5B model shown a whole session, the known memories and a worked example at
+once copies what it was shown (docs/benchmarks.md). Asked about one user message,
+with the assistant's message before it as context and nothing else, it writes the
+facts that message states. Each call is short, its reply capped (at most six
+facts), and its static instructions come first so the KV cache serves them.
+
+Every fact is checked in code before it goes on: it must be in the third person,
+name the person, and be grounded in the turn (most of its content words occur in
+what was said), which refuses invented facts and anything from the assistant's
+own imagination.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from deltamem.llm.base import LLM
+from deltamem.manager.atomise import first_person, name_subject, split_facts
+from deltamem.manager.dates import annotate
+from deltamem.manager.render import template
+from deltamem.porter import stem
+from deltamem.text import shorten, terms, words
+from deltamem.timeparse import human_date
+from deltamem.types import MAX_MEMORY_CHARS, Message, Operation, SessionRecord
+
+MAX_FACTS = 6  # per user turn: the reply's cap, and what ends a repeating reply
+GROUNDED = 0.5  # share of a fact's content words that must occur in the turn
+UNNAMED = "The user"
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"facts": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_FACTS}},
+    "required": ["facts"],
+}
+_LEADING = re.compile(r"^([A-Z][\w-]+ [A-Z][\w-]+)(?:['’]s)?\b")
+_NAME_IS = re.compile(r"\bname is ([A-Z][\w'’-]+(?: [A-Z][\w'’-]+){0,2})")
+# words a fact may add to what was said without inventing anything
+_FREE = frozenset(
+    "user person name named called january february march april may june july august "
+    "september october november december week weekend month year day date".split()
+)
+
+
+@dataclass
+class Candidate:
+    """A fact the model wrote for one user turn, before deduplication."""
+
+    content: str
+    turn: int  # index of the user message it came from
+
+
+def name_in(texts: list[str]) -> str | None:
+    """A name stated as "... name is First Last" in memories or messages."""
+    for text in texts:
+        m = _NAME_IS.search(text)
+        if m:
+            return m.group(1)
+    return None
+
+
+def leading_name(facts: list[str]) -> str | None:
+    """The two-word name most facts open with ("Sarah Garcia's major is ..."), if at
+    least two do."""
+    counts = Counter(
+        m.group(1) for f in facts if (m := _LEADING.match(f)) and not f.startswith("The ")
+    )
+    if not counts:
+        return None
+    name, n = counts.most_common(1)[0]
+    return name if n >= 2 else None
+
+
+class FactExtractor:
+    def __init__(self, llm: LLM, *, assistant_words: int = 40, max_tokens: int = 240) -> None:
+        self.llm = llm
+        self.assistant_words = assistant_words
+        self.max_tokens = max_tokens
+        self._system = template("extract_system.txt").substitute().strip()
+        self._turn = template("extract_turn.txt")
+
+    def extract(
+        self, session: SessionRecord, name: str | None, noops: list[Operation]
+    ) -> list[Candidate]:
+        """Facts from each user turn of the session, in order; what the checks
+        refuse goes to `noops` with the reason."""
+        out: list[Candidate] = []
+        msgs = session.messages
+        for i, msg in enumerate(msgs):
+            if msg.role != "user":
+                continue
+            before = msgs[i - 1] if i > 0 and msgs[i - 1].role != "user" else None
+            subject = msg.name or name or UNNAMED
+            said = annotate(" ".join(msg.content.split()), msg.timestamp or session.timestamp)
+            for fact in self._ask(session, said, before, subject):
+                reason = self._refusal(fact, subject, said, before)
+                if reason is None:
+                    out.append(Candidate(fact, i))
+                else:
+                    noops.append(Operation(op="none", content=fact, turns=[i], note=reason))
+            if name is None and msg.name is None:
+                name = name_in([c.content for c in out]) or name
+        return out
+
+    def _ask(
+        self, session: SessionRecord, said: str, before: Message | None, subject: str
+    ) -> list[str]:
+        context = ""
+        if before is not None:
+            earlier = shorten(" ".join(before.content.split()), self.assistant_words)
+            context = f"{before.name or before.role.capitalize()} (before): {earlier}"
+        who = (
+            f'The person\'s name is not known: call them "{UNNAMED}".'
+            if subject == UNNAMED
+            else f"The person is called {subject}."
+        )
+        prompt = self._turn.substitute(
+            date=human_date(session.timestamp),
+            who=who,
+            context=context,
+            subject=subject,
+            message=said,
+        )
+        reply = self.llm.complete_json(
+            [{"role": "system", "content": self._system}, {"role": "user", "content": prompt}],
+            SCHEMA,
+            purpose="extract",
+            max_tokens=self.max_tokens,
+        )
+        facts = reply.get("facts")
+        seen: set[str] = set()
+        out: list[str] = []
+        for item in facts if isinstance(facts, list) else []:
+            text = " ".join(str(item).split())
+            for piece in split_facts(text) if text else []:
+                piece = name_subject(piece, subject)
+                key = piece.lower().rstrip(".")
+                if key in seen:  # a repeating reply: its first copy is enough
+                    continue
+                seen.add(key)
+                out.append(piece)
+        return out[:MAX_FACTS]
+
+    @staticmethod
+    def _refusal(fact: str, subject: str, said: str, before: Message | None) -> str | None:
+        if len(fact) > MAX_MEMORY_CHARS:
+            return "fact too long"
+        if len(fact.split()) < 3:
+            return "fragment, not a fact"
+        if first_person(fact):
+            return "first person: the user's words, not a fact about them"
+        names = {stem(w.lower()) for w in words(subject)} - {"the"} | {"user"}
+        if not {stem(w.lower()) for w in words(fact)} & names:
+            return "does not name the person"
+        content = {stem(t) for t in terms(fact, limit=64)} - names - {stem(w) for w in _FREE}
+        if not content:
+            return "says nothing about the person"
+        context = said + " " + (before.content if before is not None else "")
+        said_terms = {stem(t) for t in terms(context, limit=100_000)}
+        if len(content & said_terms) / len(content) < GROUNDED:
+            return "not grounded in the conversation"
+        return None

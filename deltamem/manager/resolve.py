@@ -1,0 +1,170 @@
+"""Deciding what each new fact does to the bank (the manager's second step).
+
+The extractor never sees the known memories, so it cannot copy them. Here each
+new fact meets only its few nearest memories: none close enough, it is added
+without a call; nearly identical to one, it is a duplicate; otherwise a narrow
+call, which answers with a verdict naming a memory by its number, decides
+whether it is new, the same, or a newer state of one of them (an update).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from deltamem.embed.base import Embedder
+from deltamem.llm.base import LLM
+from deltamem.manager.extract import Candidate
+from deltamem.manager.render import template
+from deltamem.store.base import PlannedWrite, Store
+from deltamem.text import keywords
+from deltamem.types import Operation, SessionRecord
+
+DUPLICATE = 0.95  # cosine at or above which a fact restates a memory
+RELATED = 0.4  # cosine (names left out) below which a memory is not worth asking about
+NEAREST = 3  # memories shown with a new fact
+
+
+@dataclass
+class _Option:
+    """A stored memory a new fact is compared with."""
+
+    content: str
+    date: str
+    score: float
+    memory_id: str
+
+
+def without_name(text: str, name: str | None) -> str:
+    """The fact without the person's name ("Sarah Garcia's", "The user"), which
+    every memory of theirs repeats and which would make them all look alike."""
+    for who in filter(None, [name, "The user", "the user", "User"]):
+        text = re.sub(re.escape(who) + r"(['’]s)?\b", "", text)
+    return " ".join(text.split())
+
+
+def verdicts(n: int) -> list[str]:
+    return ["new"] + [f"{v} {i}" for i in range(1, n + 1) for v in ("same", "changes")]
+
+
+class Resolver:
+    def __init__(self, llm: LLM, embedder: Embedder, store: Store) -> None:
+        self.llm = llm
+        self.embedder = embedder
+        self.store = store
+        self._system = template("resolve_system.txt").substitute().strip()
+        self._fact = template("resolve_fact.txt")
+
+    def resolve(
+        self,
+        session: SessionRecord,
+        candidates: list[Candidate],
+        noops: list[Operation],
+        name: str | None = None,
+    ) -> tuple[list[PlannedWrite], int]:
+        """The session's writes, in order, and how many decisions took a call.
+
+        Facts of one session are all true at once: among themselves they are only
+        deduplicated. Each is decided against the stored memories nearest to it,
+        and a memory is worth asking about only if it is close once the person's
+        name is left out of both (every memory of theirs shares the name)."""
+        if not candidates:
+            return [], 0
+        vecs = self.embedder.embed([c.content for c in candidates])
+        bare = self.embedder.embed([without_name(c.content, name) for c in candidates])
+        writes: list[PlannedWrite] = []
+        calls = 0
+        for cand, vec, bare_vec in zip(candidates, vecs, bare, strict=True):
+            if any(float(w.embedding @ vec) >= DUPLICATE for w in writes):
+                noops.append(
+                    Operation(
+                        op="none",
+                        content=cand.content,
+                        turns=[cand.turn],
+                        note="repeats a fact of this session",
+                    )
+                )
+                continue
+            options = self._nearest(session, vec, writes)
+            if options and options[0].score >= DUPLICATE:
+                noops.append(self._noop(cand, options[0], "restates a known memory"))
+                continue
+            related = self._related(options, bare_vec, name)
+            verdict = "new"
+            if related:
+                verdict = self._ask(session, cand, related)
+                calls += 1
+            kind, _, number = verdict.partition(" ")
+            if kind == "new":
+                writes.append(self._write("add", cand, vec))
+                continue
+            target = related[int(number) - 1]
+            if kind == "same":
+                noops.append(self._noop(cand, target, "the same as a known memory"))
+            else:
+                writes.append(self._write("update", cand, vec, target.memory_id))
+        return writes, calls
+
+    def _related(
+        self, options: list[_Option], bare_vec: np.ndarray, name: str | None
+    ) -> list[_Option]:
+        if not options:
+            return []
+        bare = self.embedder.embed([without_name(o.content, name) for o in options])
+        return [o for o, v in zip(options, bare, strict=True) if float(v @ bare_vec) >= RELATED]
+
+    def _nearest(
+        self, session: SessionRecord, vec: np.ndarray, writes: list[PlannedWrite]
+    ) -> list[_Option]:
+        """The stored memories nearest to a fact, leaving out those this session
+        already updates (one update per memory and session)."""
+        updated = {w.memory_id for w in writes if w.memory_id}
+        found = self.store.dense_search(
+            session.user_id, vec, NEAREST + len(updated), session.agent_id
+        )
+        scores = dict(found)
+        mems = self.store.get_many([mid for mid, _ in found if mid not in updated])
+        return [
+            _Option(m.content, f"{m.timestamp:%Y-%m-%d}", scores[m.id], m.id)
+            for m in mems[:NEAREST]
+        ]
+
+    def _ask(self, session: SessionRecord, cand: Candidate, related: list[_Option]) -> str:
+        remembered = "\n".join(f"{n}. ({o.date}) {o.content}" for n, o in enumerate(related, 1))
+        prompt = self._fact.substitute(
+            remembered=remembered, fact=cand.content, date=f"{session.timestamp:%Y-%m-%d}"
+        )
+        allowed = verdicts(len(related))
+        reply = self.llm.complete_json(
+            [{"role": "system", "content": self._system}, {"role": "user", "content": prompt}],
+            {
+                "type": "object",
+                "properties": {"verdict": {"enum": allowed}},
+                "required": ["verdict"],
+            },
+            purpose="resolve",
+            max_tokens=16,
+        )
+        verdict = reply.get("verdict")
+        return verdict if verdict in allowed else "new"  # unreadable: keep the fact
+
+    @staticmethod
+    def _write(
+        op: str, cand: Candidate, vec: np.ndarray, memory_id: str | None = None
+    ) -> PlannedWrite:
+        return PlannedWrite(
+            op=op,
+            content=cand.content,
+            embedding=vec,
+            memory_id=memory_id,
+            keywords=keywords(cand.content),
+            turns=[cand.turn],
+        )
+
+    @staticmethod
+    def _noop(cand: Candidate, target: _Option, why: str) -> Operation:
+        return Operation(
+            op="none", memory_id=target.memory_id, content=cand.content, turns=[cand.turn], note=why
+        )

@@ -1,0 +1,177 @@
+"""The episode tier of the PostgreSQL store: the session log's turns with their
+vectors and a generated tsvector, searched like memories (exact KNN within the
+scope, OR of phrase queries). A mixin of `PostgresStore`, which owns the
+connection."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import psycopg
+
+from deltamem.store.base import PlannedEpisode, StoreError
+from deltamem.store.pg_sql import fold, tsquery_sql, vector_literal
+from deltamem.types import Episode, SearchFilters, SessionRecord
+
+Row = dict[str, Any]
+
+
+def episode_filter_sql(
+    agent_id: str | None, filters: SearchFilters | None
+) -> tuple[str, list[Any]] | None:
+    """WHERE fragments for episodes, or None when the filters exclude every episode
+    (a memory type: episodes have none)."""
+    if filters is not None and filters.memory_type is not None:
+        return None
+    parts: list[str] = []
+    params: list[Any] = []
+    if agent_id is not None:
+        parts.append("agent_id = %s")
+        params.append(agent_id)
+    if filters is not None:
+        if filters.since is not None:
+            parts.append("ts >= %s")
+            params.append(filters.since.timestamp())
+        if filters.until is not None:
+            parts.append("ts <= %s")
+            params.append(filters.until.timestamp())
+        if filters.session_id is not None:
+            parts.append("session_id = %s")
+            params.append(filters.session_id)
+    return "".join(" AND " + p for p in parts), params
+
+
+class PostgresEpisodes:
+    if TYPE_CHECKING:  # provided by PostgresStore
+        dim: int
+        _tx: Callable[[], AbstractContextManager[psycopg.Cursor[Row]]]
+        _read: Callable[..., list[Row]]
+        _session: Callable[[Row], SessionRecord]
+
+    @staticmethod
+    def _episode(r: Row) -> Episode:
+        return Episode(
+            id=r["id"],
+            user_id=r["user_id"],
+            agent_id=r["agent_id"] or None,
+            session_id=r["session_id"],
+            turn=r["turn"],
+            role=r["role"],
+            name=r["name"],
+            content=r["content"],
+            timestamp=datetime.fromisoformat(r["timestamp"]),
+        )
+
+    def _insert_episodes(self, cur: psycopg.Cursor[Row], episodes: list[PlannedEpisode]) -> int:
+        added = 0
+        for pe in episodes:
+            ep = pe.episode
+            if pe.embedding.shape != (self.dim,):
+                raise StoreError(f"embedding of shape {pe.embedding.shape}, expected {self.dim}")
+            if not np.isfinite(pe.embedding).all():
+                raise StoreError("embedding holds NaN or infinite values")
+            row = cur.execute(
+                """INSERT INTO episodes (id, user_id, agent_id, session_id, turn, role, name,
+                   content, ts, timestamp, embedding, fts_text)
+                   VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::vector,%s)
+                   ON CONFLICT DO NOTHING RETURNING 1""",
+                (
+                    ep.id,
+                    ep.user_id,
+                    ep.agent_id or "",
+                    ep.session_id,
+                    ep.turn,
+                    ep.role,
+                    ep.name,
+                    ep.content,
+                    ep.timestamp.timestamp(),
+                    ep.timestamp.isoformat(),
+                    vector_literal(pe.embedding),
+                    fold(ep.content),
+                ),
+            ).fetchone()
+            added += row is not None
+        return added
+
+    def unindexed_sessions(self, limit: int = 100) -> list[SessionRecord]:
+        rows = self._read(
+            "SELECT * FROM sessions WHERE NOT indexed ORDER BY seq LIMIT %s", (int(limit),)
+        )
+        return [self._session(r) for r in rows]
+
+    def index_episodes(self, rec: SessionRecord, episodes: list[PlannedEpisode]) -> int:
+        key = (rec.user_id, rec.agent_id or "", rec.session_id)
+        with self._tx() as cur:
+            row = cur.execute(
+                """SELECT 1 FROM sessions WHERE user_id=%s AND agent_id=%s AND session_id=%s
+                   FOR UPDATE""",
+                key,
+            ).fetchone()
+            if row is None:  # reset meanwhile: nothing to index
+                return 0
+            added = self._insert_episodes(cur, episodes)
+            cur.execute(
+                """UPDATE sessions SET indexed=true
+                   WHERE user_id=%s AND agent_id=%s AND session_id=%s""",
+                key,
+            )
+            return added
+
+    def get_episodes(self, episode_ids: list[str]) -> list[Episode]:
+        if not episode_ids:
+            return []
+        rows = self._read("SELECT * FROM episodes WHERE id = ANY(%s)", (list(episode_ids),))
+        found = {r["id"]: self._episode(r) for r in rows}
+        return [found[i] for i in episode_ids if i in found]
+
+    def episode_dense_search(
+        self,
+        user_id: str,
+        vector: np.ndarray,
+        k: int,
+        agent_id: str | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[tuple[str, float]]:
+        where = episode_filter_sql(agent_id, filters)
+        if k <= 0 or where is None:
+            return []
+        extra, params = where
+        rows = self._read(
+            f"""SELECT id, embedding <=> %s::vector AS distance FROM episodes
+                WHERE user_id=%s{extra} ORDER BY distance, seq LIMIT %s""",
+            [vector_literal(vector), user_id, *params, int(k)],
+        )
+        return [(r["id"], 1.0 - float(r["distance"])) for r in rows]
+
+    def episode_keyword_search(
+        self,
+        user_id: str,
+        terms: list[str],
+        k: int,
+        agent_id: str | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[tuple[str, float]]:
+        where = episode_filter_sql(agent_id, filters)
+        if not terms or k <= 0 or where is None:
+            return []
+        extra, params = where
+        rows = self._read(
+            f"""SELECT id, ts_rank_cd(tsv, q.query, 1) AS rank
+                FROM episodes, (SELECT {tsquery_sql(len(terms))} AS query) q
+                WHERE tsv @@ q.query AND user_id=%s{extra}
+                ORDER BY rank DESC, seq LIMIT %s""",
+            [*map(fold, terms), user_id, *params, int(k)],
+        )
+        return [(r["id"], float(r["rank"])) for r in rows]
+
+    def count_episodes(self, user_id: str, agent_id: str | None = None) -> int:
+        where: Sequence[Any] = [user_id]
+        sql = "SELECT count(*) AS n FROM episodes WHERE user_id=%s"
+        if agent_id is not None:
+            sql += " AND agent_id=%s"
+            where = [user_id, agent_id]
+        return int(self._read(sql, where)[0]["n"])

@@ -1,0 +1,195 @@
+"""The episode tier of the SQLite store: the session log's turns, embedded and in
+FTS5, searched like the memory bank (exact cosine over a cached per-user matrix,
+BM25 over FTS5). A mixin of `SQLiteStore`, which owns the connection."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from deltamem.store.base import PlannedEpisode, StoreError
+from deltamem.store.sqlite_sql import filter_sql, fts_query, rankable
+from deltamem.store.vectors import Bank, VectorCache
+from deltamem.types import Episode, SearchFilters, SessionRecord
+
+
+class SQLiteEpisodes:
+    if TYPE_CHECKING:  # provided by SQLiteStore, which owns the connection
+        dim: int
+        _db: sqlite3.Connection
+        _lock: threading.RLock
+        _episode_vectors: VectorCache
+        _tx: Callable[[], AbstractContextManager[sqlite3.Connection]]
+        _read: Callable[..., list[sqlite3.Row]]
+        _session: Callable[[sqlite3.Row], SessionRecord]
+
+    @staticmethod
+    def _episode(row: sqlite3.Row) -> Episode:
+        return Episode(
+            id=row["id"],
+            user_id=row["user_id"],
+            agent_id=row["agent_id"] or None,
+            session_id=row["session_id"],
+            turn=row["turn"],
+            role=row["role"],
+            name=row["name"],
+            content=row["content"],
+            timestamp=datetime.fromisoformat(row["timestamp"]),
+        )
+
+    def _insert_episodes(self, db: sqlite3.Connection, episodes: list[PlannedEpisode]) -> int:
+        added = 0
+        users: set[str] = set()
+        for pe in episodes:
+            ep = pe.episode
+            if pe.embedding.shape != (self.dim,):
+                raise StoreError(f"embedding of shape {pe.embedding.shape}, expected {self.dim}")
+            cur = db.execute(
+                """INSERT OR IGNORE INTO episodes (id, user_id, agent_id, session_id, turn, role,
+                   name, content, ts, timestamp, embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?)""",
+                (
+                    ep.id,
+                    ep.user_id,
+                    ep.agent_id or "",
+                    ep.session_id,
+                    ep.turn,
+                    ep.role,
+                    ep.name,
+                    ep.content,
+                    ep.timestamp.timestamp(),
+                    ep.timestamp.isoformat(),
+                    np.asarray(pe.embedding, dtype=np.float32).tobytes(),
+                ),
+            )
+            if cur.rowcount == 1:
+                db.execute(
+                    "INSERT INTO episodes_fts (rowid, content) VALUES (?,?)",
+                    (cur.lastrowid, ep.content),
+                )
+                added += 1
+                users.add(ep.user_id)
+        for user in users:
+            self._bump_episodes(db, user)
+        return added
+
+    @staticmethod
+    def _bump_episodes(db: sqlite3.Connection, user_id: str) -> None:
+        db.execute(
+            """INSERT INTO episode_versions (user_id, version) VALUES (?, 1)
+               ON CONFLICT (user_id) DO UPDATE SET version = version + 1""",
+            (user_id,),
+        )
+
+    def _remove_episodes(self, db: sqlite3.Connection, scope: str, params: list) -> None:
+        rows = db.execute(f"SELECT rowid FROM episodes WHERE {scope}", params).fetchall()
+        rowids = [r["rowid"] for r in rows]
+        for i in range(0, len(rowids), 500):
+            part = rowids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            db.execute(f"DELETE FROM episodes_fts WHERE rowid IN ({marks})", part)
+            db.execute(f"DELETE FROM episodes WHERE rowid IN ({marks})", part)
+        self._bump_episodes(db, params[0])
+
+    def unindexed_sessions(self, limit: int = 100) -> list[SessionRecord]:
+        rows = self._read(
+            "SELECT * FROM sessions WHERE indexed=0 ORDER BY seq LIMIT ?", (int(limit),)
+        )
+        return [self._session(r) for r in rows]
+
+    def index_episodes(self, rec: SessionRecord, episodes: list[PlannedEpisode]) -> int:
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT 1 FROM sessions WHERE user_id=? AND agent_id=? AND session_id=?",
+                (rec.user_id, rec.agent_id or "", rec.session_id),
+            ).fetchone()
+            if row is None:  # reset meanwhile: nothing to index
+                return 0
+            added = self._insert_episodes(db, episodes)
+            db.execute(
+                "UPDATE sessions SET indexed=1 WHERE user_id=? AND agent_id=? AND session_id=?",
+                (rec.user_id, rec.agent_id or "", rec.session_id),
+            )
+            return added
+
+    def get_episodes(self, episode_ids: list[str]) -> list[Episode]:
+        found: dict[str, Episode] = {}
+        for i in range(0, len(episode_ids), 500):
+            part = episode_ids[i : i + 500]
+            rows = self._read(
+                f"SELECT * FROM episodes WHERE id IN ({','.join('?' * len(part))})", part
+            )
+            found.update({r["id"]: self._episode(r) for r in rows})
+        return [found[i] for i in episode_ids if i in found]
+
+    def episode_dense_search(
+        self,
+        user_id: str,
+        vector: np.ndarray,
+        k: int,
+        agent_id: str | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[tuple[str, float]]:
+        rows = self._read("SELECT version FROM episode_versions WHERE user_id=?", (user_id,))
+        version = rows[0]["version"] if rows else 0
+        bank = self._episode_vectors.get(user_id, version, self._load_episode_bank)
+        return bank.search(vector, k, agent_id, filters)
+
+    def _load_episode_bank(self, user_id: str) -> Bank:
+        with self._lock:  # version and rows read in one snapshot
+            self._db.execute("BEGIN")
+            try:
+                row = self._db.execute(
+                    "SELECT version FROM episode_versions WHERE user_id=?", (user_id,)
+                ).fetchone()
+                rows = self._db.execute(
+                    """SELECT id, agent_id, session_id, ts, embedding
+                       FROM episodes WHERE user_id=? ORDER BY rowid""",
+                    (user_id,),
+                ).fetchall()
+            finally:
+                self._db.execute("COMMIT")
+        matrix = np.frombuffer(b"".join(r["embedding"] for r in rows), dtype=np.float32)
+        return Bank(
+            version=row["version"] if row else 0,
+            ids=[r["id"] for r in rows],
+            matrix=matrix.reshape(len(rows), self.dim) if rows else np.zeros((0, self.dim)),
+            agent=np.array([r["agent_id"] for r in rows], dtype=object),
+            mtype=np.array([""] * len(rows), dtype=object),  # episodes have no type
+            session=np.array([r["session_id"] for r in rows], dtype=object),
+            ts=np.array([r["ts"] for r in rows], dtype=np.float64),
+        )
+
+    def episode_keyword_search(
+        self,
+        user_id: str,
+        terms: list[str],
+        k: int,
+        agent_id: str | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[tuple[str, float]]:
+        if filters is not None and filters.memory_type is not None:
+            return []
+        terms = rankable(self._read, terms, "episodes_fts_vocab")
+        if not terms:
+            return []
+        extra, params = filter_sql(agent_id, filters, prefix="e.")
+        rows = self._read(
+            f"""SELECT e.id AS id, bm25(episodes_fts) AS rank FROM episodes_fts
+                JOIN episodes e ON e.rowid = episodes_fts.rowid
+                WHERE episodes_fts MATCH ? AND e.user_id = ?{extra}
+                ORDER BY rank LIMIT ?""",
+            [fts_query(terms), user_id, *params, int(k)],
+        )
+        return [(r["id"], -float(r["rank"])) for r in rows]
+
+    def count_episodes(self, user_id: str, agent_id: str | None = None) -> int:
+        extra, params = filter_sql(agent_id, None)
+        return self._read(
+            f"SELECT count(*) FROM episodes WHERE user_id=?{extra}", [user_id, *params]
+        )[0][0]

@@ -1,0 +1,57 @@
+"""SQL fragments the SQLite store's two tiers (memories, episodes) share."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from deltamem.porter import stem
+from deltamem.types import SearchFilters
+
+COMMON_TERM_DOCS = 4000  # keyword terms found in more rows than this are not ranked
+
+
+def fts_query(terms: list[str]) -> str:
+    """OR of quoted terms: user text never reaches FTS5 as query syntax."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def filter_sql(
+    agent_id: str | None, filters: SearchFilters | None, prefix: str = ""
+) -> tuple[str, list]:
+    parts, params = [], []
+    if agent_id is not None:
+        parts.append(f"{prefix}agent_id = ?")
+        params.append(agent_id)
+    if filters is not None:
+        if filters.since is not None:
+            parts.append(f"{prefix}ts >= ?")
+            params.append(filters.since.timestamp())
+        if filters.until is not None:
+            parts.append(f"{prefix}ts <= ?")
+            params.append(filters.until.timestamp())
+        if filters.memory_type is not None:
+            parts.append(f"{prefix}memory_type = ?")
+            params.append(filters.memory_type)
+        if filters.session_id is not None:
+            parts.append(f"{prefix}session_id = ?")
+            params.append(filters.session_id)
+    return "".join(" AND " + p for p in parts), params
+
+
+def rankable(
+    read: Callable[[str, list[str]], list[sqlite3.Row]], terms: list[str], vocab: str
+) -> list[str]:
+    """The terms worth ranking by: BM25 costs O(documents matched), and a term in
+    thousands of rows (a user's own name, in every one of theirs) has an IDF near
+    zero, so it would cost the most and change the ranking the least."""
+    if not terms:
+        return []
+    stems = {t: stem(t) for t in terms}
+    distinct = sorted(set(stems.values()))  # "film" and "films" share a stem
+    marks = ",".join("?" * len(distinct))
+    df = {
+        r["term"]: r["doc"]
+        for r in read(f"SELECT term, doc FROM {vocab} WHERE term IN ({marks})", distinct)
+    }
+    return [t for t in terms if df.get(stems[t], 0) <= COMMON_TERM_DOCS]

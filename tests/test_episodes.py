@@ -1,0 +1,215 @@
+"""The episode tier: a session's turns are indexed with its log entry, searched beside
+the facts, kept through replay, forgotten with the user, and indexed once for a store
+written before the tier existed."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fakes import DIM, T0, ScriptedLLM, add, ops, session, unit
+
+from deltamem.embed import Embedder
+from deltamem.episodes import episode_id, is_episode_id
+from deltamem.memory import Memory
+from deltamem.store.base import PlannedEpisode, Store, StoreError
+from deltamem.store.sqlite import SQLiteStore
+from deltamem.types import Episode, Message, SearchFilters, SessionRecord
+
+
+def planned(rec: SessionRecord, *vectors: np.ndarray) -> list[PlannedEpisode]:
+    out = []
+    for i, (m, v) in enumerate(zip(rec.messages, vectors, strict=True)):
+        ep = Episode(
+            id=episode_id(rec.user_id, rec.agent_id, rec.session_id, i),
+            user_id=rec.user_id,
+            agent_id=rec.agent_id,
+            session_id=rec.session_id,
+            turn=i,
+            role=m.role,
+            content=m.content,
+            timestamp=rec.timestamp,
+        )
+        out.append(PlannedEpisode(ep, v))
+    return out
+
+
+def two_turns(session_id: str, user_id: str = "u1", days: int = 0) -> SessionRecord:
+    rec = session(session_id, user_id, timestamp=T0 + timedelta(days=days))
+    return rec.model_copy(
+        update={
+            "messages": [
+                Message(role="user", content="My beagle Rufus chewed the sofa."),
+                Message(role="assistant", content="Oh no, poor sofa!"),
+            ]
+        }
+    )
+
+
+# --- store level, both backends --------------------------------------------------------
+def test_turns_are_indexed_with_the_log_entry_and_only_once(store: Store) -> None:
+    rec = two_turns("s1")
+    store.log_session(rec, planned(rec, unit(1, 0), unit(0, 1)))
+    assert store.count_episodes("u1") == 2
+    assert store.unindexed_sessions() == []
+    store.log_session(rec, planned(rec, unit(1, 0), unit(0, 1)))  # logged again: a no-op
+    assert store.count_episodes("u1") == 2
+    assert store.index_episodes(rec, planned(rec, unit(1, 0), unit(0, 1))) == 0
+    assert store.count_episodes("u1") == 2
+
+
+def test_episode_search_dense_keyword_and_filters(store: Store) -> None:
+    a, b = two_turns("s1"), two_turns("s2", days=10)
+    store.log_session(a, planned(a, unit(1, 0), unit(0, 1)))
+    store.log_session(b, planned(b, unit(1, 1), unit(0, 0, 1)))
+    other = two_turns("s1", user_id="u2")
+    store.log_session(other, planned(other, unit(1, 0), unit(0, 1)))
+
+    dense = store.episode_dense_search("u1", unit(1, 0), 10)
+    assert [i for i, _ in dense][:2] == [a_id(a, 0), a_id(b, 0)]
+    assert all(i.startswith("ep_") for i, _ in dense)
+    assert len(dense) == 4  # u2's turns are not u1's
+
+    words = store.episode_keyword_search("u1", ["sofa"], 10)
+    assert {i for i, _ in words} == {a_id(a, 0), a_id(a, 1), a_id(b, 0), a_id(b, 1)}
+    in_s2 = store.episode_keyword_search(
+        "u1", ["beagle"], 10, filters=SearchFilters(session_id="s2")
+    )
+    assert [i for i, _ in in_s2] == [a_id(b, 0)]
+    late = SearchFilters(since=T0 + timedelta(days=5))
+    assert {i for i, _ in store.episode_dense_search("u1", unit(1, 0), 10, filters=late)} == {
+        a_id(b, 0),
+        a_id(b, 1),
+    }
+    typed = SearchFilters(memory_type="persona")  # episodes have no memory type
+    assert store.episode_dense_search("u1", unit(1, 0), 10, filters=typed) == []
+    assert store.episode_keyword_search("u1", ["sofa"], 10, filters=typed) == []
+
+    got = store.get_episodes([a_id(b, 1), a_id(a, 0), "ep_missing"])
+    assert [(e.session_id, e.turn, e.role) for e in got] == [
+        ("s2", 1, "assistant"),
+        ("s1", 0, "user"),
+    ]
+    assert got[1].content == "My beagle Rufus chewed the sofa."
+    assert got[1].timestamp == T0
+
+
+def a_id(rec: SessionRecord, turn: int) -> str:
+    return episode_id(rec.user_id, rec.agent_id, rec.session_id, turn)
+
+
+def test_reset_keeps_episodes_for_replay_and_forgets_them_with_the_user(store: Store) -> None:
+    rec = two_turns("s1")
+    store.log_session(rec, planned(rec, unit(1, 0), unit(0, 1)))
+    other = two_turns("s1", user_id="u2")
+    store.log_session(other, planned(other, unit(1, 0), unit(0, 1)))
+    store.reset("u1", keep_log=True)
+    assert store.count_episodes("u1") == 2
+    assert len(store.episode_dense_search("u1", unit(1, 0), 10)) == 2
+    store.reset("u1")
+    assert store.count_episodes("u1") == 0
+    assert store.episode_dense_search("u1", unit(1, 0), 10) == []  # the cached matrix too
+    assert store.episode_keyword_search("u1", ["sofa"], 10) == []
+    assert store.count_episodes("u2") == 2
+
+
+def test_a_session_logged_without_episodes_waits_to_be_indexed(store: Store) -> None:
+    rec = two_turns("s1")
+    store.log_session(rec)
+    assert [r.session_id for r in store.unindexed_sessions()] == ["s1"]
+    assert store.index_episodes(rec, planned(rec, unit(1, 0), unit(0, 1))) == 2
+    assert store.unindexed_sessions() == []
+    assert store.count_episodes("u1") == 2
+
+
+def test_a_bad_episode_leaves_neither_the_log_entry_nor_any_episode(store: Store) -> None:
+    rec = two_turns("s1")
+    bad = planned(rec, unit(1, 0), np.ones(DIM + 1, dtype=np.float32))
+    with pytest.raises(StoreError):
+        store.log_session(rec, bad)
+    assert store.get_session("u1", "s1") is None
+    assert store.count_episodes("u1") == 0
+
+
+# --- through Memory, with the real embedder ----------------------------------------------
+def test_search_finds_what_the_manager_missed_in_the_users_words(
+    mem: Memory, llm: ScriptedLLM
+) -> None:
+    llm.push(ops(add("Alice adopted a beagle named Rufus.")))
+    mem.add(
+        [
+            {"role": "user", "content": "I adopted a beagle named Rufus."},
+            {"role": "assistant", "content": "Lovely! What else is new?"},
+            {"role": "user", "content": "I started learning the cello on Tuesdays."},
+        ],
+        user_id="alice",
+        session_id="s1",
+        timestamp=T0,
+    )
+    hits = mem.search("cello lessons", user_id="alice", limit=5)
+    assert hits[0].kind == "episode"
+    assert hits[0].memory.content == "I started learning the cello on Tuesdays."
+    assert hits[0].speaker == "user"
+    assert hits[0].memory.session_id == "s1" and hits[0].memory.turns == [2]
+    assert {h.kind for h in hits} == {"fact", "episode"}
+    facts = mem.search("cello lessons", user_id="alice", tiers="facts")
+    assert [h.kind for h in facts] == ["fact"]
+    only_turns = mem.search("beagle", user_id="alice", tiers="episodes")
+    assert only_turns and all(is_episode_id(h.memory.id) for h in only_turns)
+    assert [m.content for m in mem.get_all(user_id="alice")] == [
+        "Alice adopted a beagle named Rufus."
+    ]
+    assert mem.search("cello", user_id="bob") == []
+
+
+def test_answer_shows_facts_and_excerpts_apart(mem: Memory, llm: ScriptedLLM) -> None:
+    llm.push(ops(add("Alice lives in Porto.")))
+    mem.add(
+        [{"role": "user", "content": "I moved to Porto. I teach the cello there."}],
+        user_id="alice",
+        session_id="s1",
+        timestamp=T0,
+    )
+    llm.push("Alice lives in Porto.")
+    mem.answer("Where does Alice live?", user_id="alice")
+    prompt = llm.requests[-1]["messages"][1]["content"]
+    facts, excerpts = prompt.split("Conversation excerpts")
+    assert "2029-02-13 | Alice lives in Porto." in facts
+    assert "2029-02-13 | user: I moved to Porto. I teach the cello there." in excerpts
+
+
+def test_replay_keeps_the_episodes(mem: Memory, llm: ScriptedLLM) -> None:
+    llm.push(ops(add("Alice plays the cello.")))
+    mem.add([{"role": "user", "content": "I play the cello."}], user_id="alice", session_id="s1")
+    llm.push(ops(add("Alice plays the cello.")))
+    mem.replay("alice")
+    assert mem.store.count_episodes("alice") == 1
+    mem.reset("alice")
+    assert mem.store.count_episodes("alice") == 0
+
+
+def test_a_store_from_before_the_tier_is_indexed_once_on_open(
+    tmp_path: Path, embedder: Embedder, make_memory: Callable[..., Memory]
+) -> None:
+    path = tmp_path / "old.db"
+    llm = ScriptedLLM(default=ops())
+    with Memory(llm=llm, embedder=embedder, store=SQLiteStore(path, dim=embedder.dim)) as m:
+        m.add([{"role": "user", "content": "I keep bees in Ghent."}], user_id="a", session_id="s1")
+        m.add([{"role": "user", "content": "I sold my car."}], user_id="b", session_id="s1")
+    # what a store written before migration 004 looks like: no episode, nothing indexed
+    db = sqlite3.connect(path)
+    db.execute("DELETE FROM episodes")
+    db.execute("DELETE FROM episodes_fts")
+    db.execute("UPDATE sessions SET indexed=0")
+    db.commit()
+    db.close()
+    for _ in range(2):  # opening again indexes nothing twice
+        with Memory(llm=llm, embedder=embedder, store=SQLiteStore(path, dim=embedder.dim)) as m:
+            assert m.store.unindexed_sessions() == []
+            assert m.store.count_episodes("a") == 1 and m.store.count_episodes("b") == 1
+            hits = m.search("bees", user_id="a")
+            assert [h.memory.content for h in hits] == ["I keep bees in Ghent."]

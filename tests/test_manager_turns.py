@@ -1,0 +1,198 @@
+"""The default manager strategy: facts extracted one user turn at a time, checked in
+code, then each one decided against its nearest memories. The LLM is scripted; the
+embedder and the store are real."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from fakes import T0, ScriptedLLM
+
+from deltamem.embed import Embedder
+from deltamem.llm.base import ChatMessage
+from deltamem.manager.agent import Manager, ManagerConfig
+from deltamem.manager.dates import annotate
+from deltamem.manager.extract import MAX_FACTS
+from deltamem.memory import Memory
+from deltamem.store.base import PlannedWrite, Store
+from deltamem.types import Message, SessionRecord
+
+
+def rec(msgs: list[tuple[str, str]], sid: str = "s1", days: int = 0) -> SessionRecord:
+    return SessionRecord(
+        user_id="u1",
+        session_id=sid,
+        timestamp=T0 + timedelta(days=days),
+        messages=[Message(role=r, content=c) for r, c in msgs],  # type: ignore[arg-type]
+        content_hash=f"h-{sid}",
+    )
+
+
+def seed(store: Store, embedder: Embedder, *contents: str) -> list[str]:
+    r, _ = store.log_session(rec([("user", "seed")], sid="s0", days=-30))
+    vecs = embedder.embed(list(contents))
+    writes = [PlannedWrite("add", c, v) for c, v in zip(contents, vecs, strict=True)]
+    return [o.memory_id or "" for o in store.apply_session(r, writes, [])]
+
+
+def facts(*items: str) -> dict[str, Any]:
+    return {"facts": list(items)}
+
+
+def manager(llm: ScriptedLLM, embedder: Embedder, store: Store) -> Manager:
+    return Manager(llm, embedder, store, ManagerConfig(strategy="turns"))
+
+
+def test_one_call_per_user_turn_with_only_that_turn_and_its_context(
+    embedder: Embedder, store: Store
+) -> None:
+    llm = ScriptedLLM([facts("The user adopted a beagle named Rufus."), facts()])
+    plan = manager(llm, embedder, store).plan(
+        rec(
+            [
+                ("user", "I adopted a beagle named Rufus."),
+                ("assistant", "Lovely! How old is he? Tell me everything about him."),
+                ("user", "Thanks, that's all for today."),
+            ]
+        )
+    )
+    assert [(w.op, w.content, w.turns) for w in plan.writes] == [
+        ("add", "The user adopted a beagle named Rufus.", [0])
+    ]
+    assert len(llm.requests) == 2  # nothing was known: no decision call
+    second = llm.requests[1]["messages"][-1]["content"]
+    assert "Thanks, that's all for today [13 February 2029]." in second
+    assert "Assistant (before): Lovely!" in second
+    assert "beagle" not in second.split("Assistant (before)")[0]  # no other turn, no memories
+
+
+def test_facts_that_are_not_grounded_or_not_about_the_person_are_refused(
+    embedder: Embedder, store: Store
+) -> None:
+    llm = ScriptedLLM(
+        [
+            facts(
+                "The user travels to different countries and cultures.",  # not said
+                "I love maple syrup in my coffee.",  # the user's words, first person
+                "Maple syrup reminds of home.",  # names nobody
+                "The user likes maple syrup in coffee because it reminds her of home.",
+            )
+        ]
+    )
+    plan = manager(llm, embedder, store).plan(
+        rec([("user", "I love maple syrup in my coffee, it reminds me of home.")])
+    )
+    assert [w.content for w in plan.writes] == [
+        "The user likes maple syrup in coffee because it reminds her of home."
+    ]
+    notes = {o.content: o.note for o in plan.noops}
+    assert notes["The user travels to different countries and cultures."] == (
+        "not grounded in the conversation"
+    )
+    assert "first person" in (notes["I love maple syrup in my coffee."] or "")
+    assert notes["Maple syrup reminds of home."] == "does not name the person"
+
+
+def test_a_repeating_reply_is_cut_to_distinct_facts(embedder: Embedder, store: Store) -> None:
+    loop = ["The user is learning Portuguese."] * 18
+    llm = ScriptedLLM([facts(*loop)])
+    plan = manager(llm, embedder, store).plan(rec([("user", "I'm learning Portuguese!")]))
+    assert [w.content for w in plan.writes] == ["The user is learning Portuguese."]
+    assert llm.requests[0]["schema"]["properties"]["facts"]["maxItems"] == MAX_FACTS
+
+
+def test_known_name_is_used_and_relative_dates_reach_the_model_resolved(
+    embedder: Embedder, store: Store
+) -> None:
+    seed(store, embedder, "User's name is Priya Raman.")
+    llm = ScriptedLLM([facts("Priya Raman got engaged on 12 February 2029.")])
+    plan = manager(llm, embedder, store).plan(rec([("user", "We got engaged yesterday!")]))
+    prompt = llm.requests[0]["messages"][-1]["content"]
+    assert "The person is called Priya Raman." in prompt
+    assert "yesterday [12 February 2029]" in prompt
+    assert [w.content for w in plan.writes] == ["Priya Raman got engaged on 12 February 2029."]
+
+
+def test_a_newer_state_updates_the_memory_it_changes(embedder: Embedder, store: Store) -> None:
+    (_, home, other) = seed(
+        store,
+        embedder,
+        "User's name is Priya Raman.",
+        "Priya Raman lives in Manchester.",
+        "Priya Raman has a cat called Miso.",
+    )
+    seen: list[list[ChatMessage]] = []
+
+    def decide(messages: list[ChatMessage]) -> dict[str, Any]:
+        seen.append(messages)
+        listed = messages[-1]["content"]
+        n = next(line[0] for line in listed.splitlines() if "Manchester" in line)
+        return {"verdict": f"changes {n}"}
+
+    llm = ScriptedLLM([facts("Priya Raman lives in Lisbon."), decide])
+    plan = manager(llm, embedder, store).plan(rec([("user", "I live in Lisbon now.")], days=3))
+    assert [(w.op, w.memory_id, w.content) for w in plan.writes] == [
+        ("update", home, "Priya Raman lives in Lisbon.")
+    ]
+    assert other not in {w.memory_id for w in plan.writes}
+    assert "New fact (from 2029-02-16): Priya Raman lives in Lisbon." in seen[0][-1]["content"]
+
+
+def test_same_and_restated_facts_write_nothing(embedder: Embedder, store: Store) -> None:
+    seed(store, embedder, "User's name is Priya Raman.", "Priya Raman is learning Portuguese.")
+    llm = ScriptedLLM(
+        [
+            facts("Priya Raman is learning Portuguese."),  # identical: no call needed
+            facts("Priya Raman studies the Portuguese language."),
+            {"verdict": "same 1"},
+        ]
+    )
+    plan = manager(llm, embedder, store).plan(
+        rec(
+            [
+                ("user", "I'm learning Portuguese."),
+                ("assistant", "Great."),
+                ("user", "I study the Portuguese language every day."),
+            ]
+        )
+    )
+    assert plan.writes == []
+    assert sorted(o.note or "" for o in plan.noops) == [
+        "restates a known memory",
+        "the same as a known memory",
+    ]
+    assert len(llm.requests) == 3
+
+
+def test_an_unreadable_decision_keeps_the_fact(embedder: Embedder, store: Store) -> None:
+    seed(store, embedder, "User's name is Priya Raman.", "Priya Raman lives in Manchester.")
+    llm = ScriptedLLM([facts("Priya Raman lives in Lisbon."), {"verdict": "changes 9"}])
+    plan = manager(llm, embedder, store).plan(rec([("user", "I live in Lisbon.")]))
+    assert [(w.op, w.content) for w in plan.writes] == [("add", "Priya Raman lives in Lisbon.")]
+
+
+def test_memory_default_is_the_turns_strategy(make_memory: Any) -> None:
+    llm = ScriptedLLM([facts("The user keeps bees in Ghent.")])
+    mem: Memory = make_memory(llm, ManagerConfig())
+    result = mem.add([{"role": "user", "content": "I keep bees in Ghent."}], user_id="u")
+    assert [o.content for o in result.applied] == ["The user keeps bees in Ghent."]
+    assert result.cost["llm_calls"] == 1
+
+
+# --- relative dates -------------------------------------------------------------------
+AT = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
+
+
+def test_relative_dates_are_annotated_against_the_session_date() -> None:
+    assert (
+        annotate("We got engaged yesterday!", AT) == "We got engaged yesterday [1 November 2026]!"
+    )
+    assert "last year [2025]" in annotate("I moved to Leeds last year.", AT)
+    assert "[December 2026]" in annotate("We marry next month in Lisbon.", AT)
+    assert "[30 October 2026]" in annotate("I started 3 days ago.", AT)
+
+
+def test_text_without_relative_time_is_left_alone() -> None:
+    text = "I was born on 26 March 1986 in May, Oklahoma, and I like the second album."
+    assert annotate(text, AT) == text
