@@ -102,3 +102,17 @@ def session(
         messages=[Message(role="user", content=text)],
         content_hash=content_hash or f"hash-{session_id}-{text}",
     )
+
+
+def undo_sqlite_migration_004(con: Any) -> None:
+    """Make a SQLite store look as migration 003 left it (no episode tier)."""
+    for stmt in (
+        "DROP TABLE episodes_fts_vocab",
+        "DROP TABLE episodes_fts",
+        "DROP TABLE episodes",
+        "DROP TABLE episode_versions",
+        "DROP INDEX sessions_unindexed",
+        "ALTER TABLE sessions DROP COLUMN indexed",
+        "PRAGMA user_version=3",
+    ):
+        con.execute(stmt)

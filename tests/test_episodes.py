@@ -11,31 +11,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakes import DIM, T0, ScriptedLLM, add, ops, session, unit
+from fakes import DIM, T0, ScriptedLLM, add, ops, session, undo_sqlite_migration_004, unit
 
 from deltamem.embed import Embedder
-from deltamem.episodes import episode_id, is_episode_id
+from deltamem.episodes import episode_id, is_episode_id, session_episodes
 from deltamem.memory import Memory
 from deltamem.store.base import PlannedEpisode, Store, StoreError
 from deltamem.store.sqlite import SQLiteStore
-from deltamem.types import Episode, Message, SearchFilters, SessionRecord
+from deltamem.types import Message, SearchFilters, SessionRecord
 
 
 def planned(rec: SessionRecord, *vectors: np.ndarray) -> list[PlannedEpisode]:
-    out = []
-    for i, (m, v) in enumerate(zip(rec.messages, vectors, strict=True)):
-        ep = Episode(
-            id=episode_id(rec.user_id, rec.agent_id, rec.session_id, i),
-            user_id=rec.user_id,
-            agent_id=rec.agent_id,
-            session_id=rec.session_id,
-            turn=i,
-            role=m.role,
-            content=m.content,
-            timestamp=rec.timestamp,
-        )
-        out.append(PlannedEpisode(ep, v))
-    return out
+    """The session's episodes with hand-made vectors (one per turn)."""
+    return [PlannedEpisode(e, v) for e, v in zip(session_episodes(rec), vectors, strict=True)]
 
 
 def two_turns(session_id: str, user_id: str = "u1", days: int = 0) -> SessionRecord:
@@ -200,13 +188,8 @@ def test_a_store_from_before_the_tier_is_indexed_once_on_open(
     with Memory(llm=llm, embedder=embedder, store=SQLiteStore(path, dim=embedder.dim)) as m:
         m.add([{"role": "user", "content": "I keep bees in Ghent."}], user_id="a", session_id="s1")
         m.add([{"role": "user", "content": "I sold my car."}], user_id="b", session_id="s1")
-    # what a store written before migration 004 looks like: no episode, nothing indexed
-    db = sqlite3.connect(path)
-    db.execute("DELETE FROM episodes")
-    db.execute("DELETE FROM episodes_fts")
-    db.execute("UPDATE sessions SET indexed=0")
-    db.commit()
-    db.close()
+    with sqlite3.connect(path) as db:  # the store as it was before migration 004
+        undo_sqlite_migration_004(db)
     for _ in range(2):  # opening again indexes nothing twice
         with Memory(llm=llm, embedder=embedder, store=SQLiteStore(path, dim=embedder.dim)) as m:
             assert m.store.unindexed_sessions() == []

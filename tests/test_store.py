@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakes import T0, session, unit
+from fakes import T0, session, undo_sqlite_migration_004, unit
 
 from deltamem.llm.base import CallRecord
 from deltamem.store.base import PlannedWrite, SessionConflict, Store, StoreError
@@ -625,6 +625,7 @@ def test_sqlite_call_log_keeps_replies_and_upgrades_an_older_store(tmp_path: Pat
     path = tmp_path / "old.db"
     SQLiteStore(path, dim=4, embedder_name="test").close()
     with sqlite3.connect(path) as con:  # make it the store as migration 002 left it
+        undo_sqlite_migration_004(con)
         con.execute("ALTER TABLE llm_calls DROP COLUMN reply")
         con.execute(
             "INSERT INTO llm_calls (at, model, purpose, prompt_tokens, completion_tokens,"
@@ -638,7 +639,7 @@ def test_sqlite_call_log_keeps_replies_and_upgrades_an_older_store(tmp_path: Pat
     with sqlite3.connect(path) as con:
         rows = con.execute("SELECT purpose, ok, error, reply FROM llm_calls ORDER BY id").fetchall()
         version = con.execute("PRAGMA user_version").fetchone()[0]
-    assert version == 3
+    assert version == 4
     assert rows == [
         ("old", 1, None, None),
         ("manager", 1, None, '{"operations": []}'),

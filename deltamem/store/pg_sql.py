@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import unicodedata
+from typing import Any
 
 import numpy as np
+
+from deltamem.types import SearchFilters
 
 FTS_CONFIG = "deltamem_fts"  # text search config made by the first migration
 
@@ -22,3 +25,25 @@ def fold(text: str) -> str:
 def tsquery_sql(n: int) -> str:
     """SQL for the OR of n terms, each a bound parameter taken as a phrase."""
     return " || ".join([f"phraseto_tsquery('{FTS_CONFIG}', %s)"] * n)
+
+
+def filter_sql(agent_id: str | None, filters: SearchFilters | None) -> tuple[str, list[Any]]:
+    parts: list[str] = []
+    params: list[Any] = []
+    if agent_id is not None:
+        parts.append("agent_id = %s")
+        params.append(agent_id)
+    if filters is not None:
+        if filters.since is not None:
+            parts.append("ts >= %s")
+            params.append(filters.since.timestamp())
+        if filters.until is not None:
+            parts.append("ts <= %s")
+            params.append(filters.until.timestamp())
+        if filters.memory_type is not None:
+            parts.append("memory_type = %s")
+            params.append(filters.memory_type)
+        if filters.session_id is not None:
+            parts.append("session_id = %s")
+            params.append(filters.session_id)
+    return "".join(" AND " + p for p in parts), params

@@ -40,7 +40,7 @@ from deltamem.store.base import (
     StoreError,
     UnknownMemory,
 )
-from deltamem.store.pg_sql import fold, tsquery_sql, vector_literal
+from deltamem.store.pg_sql import filter_sql, fold, tsquery_sql, vector_literal
 from deltamem.store.postgres_episodes import PostgresEpisodes
 from deltamem.types import (
     HistoryEntry,
@@ -501,28 +501,6 @@ class PostgresStore(PostgresEpisodes, Store):
         return [found[i] for i in memory_ids if i in found]
 
     @staticmethod
-    def _filter_sql(agent_id: str | None, filters: SearchFilters | None) -> tuple[str, list[Any]]:
-        parts: list[str] = []
-        params: list[Any] = []
-        if agent_id is not None:
-            parts.append("agent_id = %s")
-            params.append(agent_id)
-        if filters is not None:
-            if filters.since is not None:
-                parts.append("ts >= %s")
-                params.append(filters.since.timestamp())
-            if filters.until is not None:
-                parts.append("ts <= %s")
-                params.append(filters.until.timestamp())
-            if filters.memory_type is not None:
-                parts.append("memory_type = %s")
-                params.append(filters.memory_type)
-            if filters.session_id is not None:
-                parts.append("session_id = %s")
-                params.append(filters.session_id)
-        return "".join(" AND " + p for p in parts), params
-
-    @staticmethod
     def _limit(n: int | None) -> int | None:
         """SQLite's LIMIT: a negative one means none (LIMIT NULL here)."""
         return None if n is None or n < 0 else int(n)
@@ -534,7 +512,7 @@ class PostgresStore(PostgresEpisodes, Store):
         filters: SearchFilters | None = None,
         limit: int | None = None,
     ) -> list[MemoryItem]:
-        extra, params = self._filter_sql(agent_id, filters)
+        extra, params = filter_sql(agent_id, filters)
         rows = self._read(
             f"""SELECT {_MEMORY_COLS} FROM memories WHERE user_id=%s{extra}
                 ORDER BY ts, seq LIMIT %s""",
@@ -580,7 +558,7 @@ class PostgresStore(PostgresEpisodes, Store):
     ) -> list[tuple[str, float]]:
         if k <= 0:
             return []
-        extra, params = self._filter_sql(agent_id, filters)
+        extra, params = filter_sql(agent_id, filters)
         # Exact KNN over the scope's rows (btree on user_id), not an approximate index.
         rows = self._read(
             f"""SELECT id, embedding <=> %s::vector AS distance FROM memories
@@ -599,7 +577,7 @@ class PostgresStore(PostgresEpisodes, Store):
     ) -> list[tuple[str, float]]:
         if not terms:
             return []
-        extra, params = self._filter_sql(agent_id, filters)
+        extra, params = filter_sql(agent_id, filters)
         # ts_rank_cd is cover density, not BM25; normalisation 1 (by log of the length)
         # favours short memories as BM25 does.
         rows = self._read(
@@ -612,7 +590,7 @@ class PostgresStore(PostgresEpisodes, Store):
         return [(r["id"], float(r["rank"])) for r in rows]
 
     def count(self, user_id: str, agent_id: str | None = None) -> int:
-        extra, params = self._filter_sql(agent_id, None)
+        extra, params = filter_sql(agent_id, None)
         rows = self._read(
             f"SELECT count(*) AS n FROM memories WHERE user_id=%s{extra}", [user_id, *params]
         )

@@ -14,7 +14,7 @@ import numpy as np
 import psycopg
 
 from deltamem.store.base import PlannedEpisode, StoreError
-from deltamem.store.pg_sql import fold, tsquery_sql, vector_literal
+from deltamem.store.pg_sql import filter_sql, fold, tsquery_sql, vector_literal
 from deltamem.types import Episode, SearchFilters, SessionRecord
 
 Row = dict[str, Any]
@@ -27,22 +27,7 @@ def episode_filter_sql(
     (a memory type: episodes have none)."""
     if filters is not None and filters.memory_type is not None:
         return None
-    parts: list[str] = []
-    params: list[Any] = []
-    if agent_id is not None:
-        parts.append("agent_id = %s")
-        params.append(agent_id)
-    if filters is not None:
-        if filters.since is not None:
-            parts.append("ts >= %s")
-            params.append(filters.since.timestamp())
-        if filters.until is not None:
-            parts.append("ts <= %s")
-            params.append(filters.until.timestamp())
-        if filters.session_id is not None:
-            parts.append("session_id = %s")
-            params.append(filters.session_id)
-    return "".join(" AND " + p for p in parts), params
+    return filter_sql(agent_id, filters)
 
 
 class PostgresEpisodes:

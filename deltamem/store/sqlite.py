@@ -542,21 +542,28 @@ class SQLiteStore(SQLiteEpisodes, Store):
         agent_id: str | None = None,
         filters: SearchFilters | None = None,
     ) -> list[tuple[str, float]]:
-        rows = self._read("SELECT version FROM bank_versions WHERE user_id=?", (user_id,))
-        version = rows[0]["version"] if rows else 0
-        bank = self._vectors.get(user_id, version, self._load_bank)
+        bank = self._bank(self._vectors, "memories", "bank_versions", user_id)
         return bank.search(vector, k, agent_id, filters)
 
-    def _load_bank(self, user_id: str) -> Bank:
+    def _bank(self, cache: VectorCache, table: str, versions: str, user_id: str) -> Bank:
+        """The user's rows of `table` as a matrix, reloaded only when `versions` says
+        a write happened since (one indexed lookup)."""
+        rows = self._read(f"SELECT version FROM {versions} WHERE user_id=?", (user_id,))
+        version = rows[0]["version"] if rows else 0
+        return cache.get(user_id, version, lambda u: self._load_bank(table, versions, u))
+
+    def _load_bank(self, table: str, versions: str, user_id: str) -> Bank:
+        # episodes have no memory type: '' matches no memory_type filter
+        mtype = "memory_type" if table == "memories" else "'' AS memory_type"
         with self._lock:  # version and rows read in one snapshot
             self._db.execute("BEGIN")
             try:
                 row = self._db.execute(
-                    "SELECT version FROM bank_versions WHERE user_id=?", (user_id,)
+                    f"SELECT version FROM {versions} WHERE user_id=?", (user_id,)
                 ).fetchone()
                 rows = self._db.execute(
-                    """SELECT id, agent_id, memory_type, session_id, ts, embedding
-                       FROM memories WHERE user_id=? ORDER BY rowid""",
+                    f"""SELECT id, agent_id, {mtype}, session_id, ts, embedding
+                       FROM {table} WHERE user_id=? ORDER BY rowid""",
                     (user_id,),
                 ).fetchall()
             finally:

@@ -5,7 +5,6 @@ BM25 over FTS5). A mixin of `SQLiteStore`, which owns the connection."""
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -23,11 +22,11 @@ class SQLiteEpisodes:
     if TYPE_CHECKING:  # provided by SQLiteStore, which owns the connection
         dim: int
         _db: sqlite3.Connection
-        _lock: threading.RLock
         _episode_vectors: VectorCache
         _tx: Callable[[], AbstractContextManager[sqlite3.Connection]]
         _read: Callable[..., list[sqlite3.Row]]
         _session: Callable[[sqlite3.Row], SessionRecord]
+        _bank: Callable[[VectorCache, str, str, str], Bank]
 
     @staticmethod
     def _episode(row: sqlite3.Row) -> Episode:
@@ -135,35 +134,8 @@ class SQLiteEpisodes:
         agent_id: str | None = None,
         filters: SearchFilters | None = None,
     ) -> list[tuple[str, float]]:
-        rows = self._read("SELECT version FROM episode_versions WHERE user_id=?", (user_id,))
-        version = rows[0]["version"] if rows else 0
-        bank = self._episode_vectors.get(user_id, version, self._load_episode_bank)
+        bank = self._bank(self._episode_vectors, "episodes", "episode_versions", user_id)
         return bank.search(vector, k, agent_id, filters)
-
-    def _load_episode_bank(self, user_id: str) -> Bank:
-        with self._lock:  # version and rows read in one snapshot
-            self._db.execute("BEGIN")
-            try:
-                row = self._db.execute(
-                    "SELECT version FROM episode_versions WHERE user_id=?", (user_id,)
-                ).fetchone()
-                rows = self._db.execute(
-                    """SELECT id, agent_id, session_id, ts, embedding
-                       FROM episodes WHERE user_id=? ORDER BY rowid""",
-                    (user_id,),
-                ).fetchall()
-            finally:
-                self._db.execute("COMMIT")
-        matrix = np.frombuffer(b"".join(r["embedding"] for r in rows), dtype=np.float32)
-        return Bank(
-            version=row["version"] if row else 0,
-            ids=[r["id"] for r in rows],
-            matrix=matrix.reshape(len(rows), self.dim) if rows else np.zeros((0, self.dim)),
-            agent=np.array([r["agent_id"] for r in rows], dtype=object),
-            mtype=np.array([""] * len(rows), dtype=object),  # episodes have no type
-            session=np.array([r["session_id"] for r in rows], dtype=object),
-            ts=np.array([r["ts"] for r in rows], dtype=np.float64),
-        )
 
     def episode_keyword_search(
         self,
