@@ -196,3 +196,19 @@ def test_relative_dates_are_annotated_against_the_session_date() -> None:
 def test_text_without_relative_time_is_left_alone() -> None:
     text = "I was born on 26 March 1986 in May, Oklahoma, and I like the second album."
     assert annotate(text, AT) == text
+
+
+def test_an_update_that_would_drop_details_is_added_beside_the_old_memory(
+    embedder: Embedder, store: Store
+) -> None:
+    (_, home) = seed(
+        store,
+        embedder,
+        "User's name is Priya Raman.",
+        "Priya Raman lives in Manchester with her partner Tomás and a cat called Miso.",
+    )
+    llm = ScriptedLLM([facts("Priya Raman lives in Lisbon."), {"verdict": "changes 1"}])
+    plan = manager(llm, embedder, store).plan(rec([("user", "I live in Lisbon now.")]))
+    assert [(w.op, w.content) for w in plan.writes] == [("add", "Priya Raman lives in Lisbon.")]
+    assert [o.note for o in plan.noops] == ["update would drop details; added"]
+    assert plan.noops[0].memory_id == home

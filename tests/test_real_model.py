@@ -41,7 +41,7 @@ def test_a_changed_fact_is_remembered_as_changed(mem: Memory) -> None:
     assert any("Bergen" in m.content for m in bank), [m.content for m in bank]
     assert all(m.timestamp.year == 2030 and m.timestamp.month == 4 for m in bank)
     assert all(m.session_id == "s1" and m.turns for m in bank)  # provenance recorded
-    assert first.cost["llm_calls"] == 1
+    assert first.cost["llm_calls"] >= 2  # one extraction call per user turn, at least
 
     second = mem.add(S2, user_id="ola", session_id="s2", timestamp="2030-05-20T09:00:00")
     assert second.status == "applied"

@@ -18,8 +18,9 @@ from deltamem.embed.base import Embedder
 from deltamem.llm.base import LLM
 from deltamem.manager.extract import Candidate
 from deltamem.manager.render import template
+from deltamem.porter import stem
 from deltamem.store.base import PlannedWrite, Store
-from deltamem.text import keywords
+from deltamem.text import keywords, terms
 from deltamem.types import Operation, SessionRecord
 
 DUPLICATE = 0.95  # cosine at or above which a fact restates a memory
@@ -43,6 +44,17 @@ def without_name(text: str, name: str | None) -> str:
     for who in filter(None, [name, "The user", "the user", "User"]):
         text = re.sub(re.escape(who) + r"(['’]s)?\b", "", text)
     return " ".join(text.split())
+
+
+def loses_details(old: str, new: str, name: str | None) -> bool:
+    """Whether replacing `old` by `new` would drop more than a changed value: over
+    half of the old memory's content words, and at least three of them, are absent
+    from the new one ("lives in Manchester with Tomás and a cat called Miso" ->
+    "lives in Lisbon" loses the partner and the cat)."""
+    before = {stem(t) for t in terms(without_name(old, name), limit=64)}
+    after = {stem(t) for t in terms(without_name(new, name), limit=64)}
+    lost = before - after
+    return len(lost) >= 3 and len(lost) > len(before) / 2
 
 
 def verdicts(n: int) -> list[str]:
@@ -103,6 +115,11 @@ class Resolver:
             target = related[int(number) - 1]
             if kind == "same":
                 noops.append(self._noop(cand, target, "the same as a known memory"))
+            elif loses_details(target.content, cand.content, name):
+                # the update would erase what is still true of the old memory: both stay,
+                # dated, and the answerer takes the newer where they disagree
+                noops.append(self._noop(cand, target, "update would drop details; added"))
+                writes.append(self._write("add", cand, vec))
             else:
                 writes.append(self._write("update", cand, vec, target.memory_id))
         return writes, calls
