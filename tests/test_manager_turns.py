@@ -212,3 +212,28 @@ def test_an_update_that_would_drop_details_is_added_beside_the_old_memory(
     assert [(w.op, w.content) for w in plan.writes] == [("add", "Priya Raman lives in Lisbon.")]
     assert [o.note for o in plan.noops] == ["update would drop details; added"]
     assert plan.noops[0].memory_id == home
+
+
+def test_pronouns_get_the_persons_name_back_where_nobody_else_is_named() -> None:
+    from deltamem.manager.atomise import name_subject
+
+    who = "Sarah Garcia"
+    assert name_subject("Her major is Political Science.", who) == (
+        "Sarah Garcia's major is Political Science."
+    )
+    assert name_subject("They have $139,000 in savings.", who) == (
+        "Sarah Garcia has $139,000 in savings."
+    )
+    assert name_subject("My physical condition is Normal.", who) == (
+        "Sarah Garcia's physical condition is Normal."
+    )
+    assert name_subject("JacksonLinda is her friend.", who) == (
+        "JacksonLinda is Sarah Garcia's friend."
+    )
+    assert name_subject("With a raise, she saved more.", who) == (
+        "With a raise, Sarah Garcia saved more."
+    )
+    assert name_subject("Linda says she is tired.", who) == "Linda says she is tired."
+    assert name_subject("I maintain a balanced lifestyle.", who) == (
+        "I maintain a balanced lifestyle."
+    )

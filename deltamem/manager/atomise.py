@@ -53,6 +53,9 @@ def split_facts(content: str) -> list[str]:
 
 _THEY = re.compile(r"^They\s+(?=\w)")
 _THEIR = re.compile(r"^(?:Their|My)\s+(?=\w)")
+_IS_HER = re.compile(r"\b(is|was|are|were)\s+(?:her|his)\s+(?=\w)")
+_SHE = re.compile(r"\b(?:she|he)\b")
+_NAMED = re.compile(r"\b[A-Z][a-z]+")  # a capitalised word: someone else may be named
 _I_AM = re.compile(r"^(?:I am|I'm)\s+(?=\w)")
 
 
@@ -66,6 +69,14 @@ def name_subject(sentence: str, subject: str) -> str:
     s = _POSSESSIVE.sub(subject + "'s ", s)
     s = _THEIR.sub(subject + "'s ", s)
     s = _I_AM.sub(subject + " is ", s)
+    if subject.lower() not in s.lower():
+        # "JacksonLinda is her friend" / "With ..., she has saved $139,000": the
+        # pronoun is the person where nobody else is named before it
+        s = _IS_HER.sub(lambda m: f"{m.group(1)} {subject}'s ", s, count=1)
+        she = _SHE.search(s)
+        others = [w for w in _NAMED.findall(s[: she.start()] if she else "") if w not in _NOT_NAMES]
+        if subject not in s and she and not others:
+            s = s[: she.start()] + subject + s[she.end() :]
     if _THEY.match(s):  # "They have" -> "Sarah has": only the common verbs agree simply
         rest = _THEY.sub("", s)
         verb, _, tail = rest.partition(" ")
