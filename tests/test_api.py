@@ -41,16 +41,17 @@ def responder(messages: list[dict[str, str]]) -> Any:
     """Manager calls: one memory per `codeword=X` the conversation holds. Answer
     calls: the codewords of the memories it was shown."""
     prompt = messages[-1]["content"]
-    if "Conversation" in prompt:
+    if not messages[0]["content"].startswith("You answer questions"):
         convo = prompt.split("Conversation", 1)[1]
-        words = re.findall(r"codeword=(\w+)", convo)
+        words = dict.fromkeys(re.findall(r"codeword=(\w+)", convo))
         return {
             "operations": [
                 {"op": "add", "type": "persona", "content": f"The user's codeword is {w}."}
                 for w in words
             ]
         }
-    return "Known: " + " ".join(re.findall(r"codeword is (\w+)", prompt))
+    # facts say "codeword is X", conversation excerpts "codeword=X"
+    return "Known: " + " ".join(dict.fromkeys(re.findall(r"codeword(?: is |=)(\w+)", prompt)))
 
 
 def session(user: str, *words: str, sid: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -58,7 +59,8 @@ def session(user: str, *words: str, sid: str | None = None, **extra: Any) -> dic
         "user_id": user,
         "timestamp": "2029-02-13T10:51:39",
         "messages": [{"role": "user", "content": f"Note codeword={w} please."} for w in words]
-        + [{"role": "assistant", "content": "Noted."}],
+        # the reply names a codeword too: it is searchable as an episode of this user
+        + [{"role": "assistant", "content": f"Noted codeword={words[0]}." if words else "Noted."}],
         **extra,
     }
     if sid is not None:
@@ -137,8 +139,18 @@ def test_submit_returns_202_and_the_job_completes(api: tuple[TestClient, Memory]
     hits = client.post(
         "/v1/search", json={"query": "apple codeword", "user_id": "martin"}, headers=HA
     ).json()["results"]
-    assert hits and "apple" in hits[0]["memory"]["content"]
-    mid = hits[0]["memory"]["id"]
+    facts = [h for h in hits if h["kind"] == "fact"]
+    assert facts and "apple" in facts[0]["memory"]["content"]
+    said = [h for h in hits if h["kind"] == "episode"]  # the raw turns are searched too
+    assert said and said[0]["speaker"] in ("user", "assistant")
+    assert "codeword=apple" in " ".join(h["memory"]["content"] for h in said)
+    only_facts = client.post(
+        "/v1/search",
+        json={"query": "apple codeword", "user_id": "martin", "tiers": "facts"},
+        headers=HA,
+    ).json()["results"]
+    assert {h["kind"] for h in only_facts} == {"fact"}
+    mid = facts[0]["memory"]["id"]
     assert client.get(f"/v1/memories/{mid}", headers=HA).json()["id"] == mid
     hist = client.get(f"/v1/memories/{mid}/history", headers=HA).json()["history"]
     assert [h["op"] for h in hist] == ["add"] and hist[0]["session_id"] == "s1"
@@ -651,7 +663,7 @@ def shared_api(
 
 
 def _word_owner(state: dict[str, Any], content: str) -> tuple[str, str]:
-    word = re.search(r"codeword is (\w+)", content)
+    word = re.search(r"codeword(?: is |=)(\w+)", content)  # a fact, or a raw turn
     assert word, content
     return state["words"][word.group(1)]
 
@@ -682,6 +694,9 @@ def test_no_response_ever_shows_another_tenants_or_users_memory(
                     "/v1/search", json={"query": "codeword w1", "user_id": arg}, headers=h
                 )
                 mems = [x["memory"] for x in r.json()["results"]]
+                # both tiers: facts and the raw turns (episodes) are checked alike
+                kinds = sorted({x["kind"] for x in r.json()["results"]})
+                event(f"search returned kinds {kinds}")
             elif kind == "list":
                 r = client.get("/v1/memories", params={"user_id": arg}, headers=h)
                 mems = r.json()["memories"]

@@ -102,8 +102,10 @@ async def test_tools_are_scoped_by_tenant_and_user(memory: Memory) -> None:
             listing = await call(client, "list_memories", user_id="u")
             assert [m["content"] for m in listing["memories"]] == [f"The user's codeword is {own}."]
             hits = await call(client, "search", query="secreta secretb otheruser", user_id="u")
-            assert {h["memory"]["content"] for h in hits["results"]} == {
-                f"The user's codeword is {own}."
+            assert {(h["kind"], h["memory"]["content"]) for h in hits["results"]} == {
+                ("fact", f"The user's codeword is {own}."),
+                ("episode", f"Remember codeword={own}."),  # the raw turns, this user's only
+                ("episode", "Will do."),
             }
             ans = await call(client, "answer", question="codewords?", user_id="u")
             assert ans["answer"].split()[1:] == [own]
