@@ -171,3 +171,20 @@ def test_locomo_session_limit_keeps_answerable_questions(
     assert [r["question"] for r in recs if r["kind"] == "question"] == [
         "What is the name of Ann's dog?"
     ]
+
+
+def test_judges_can_be_narrowed_and_the_rest_added_later(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    out = tmp_path / "run"
+    run_halumem(
+        HaluMemRun(data=FIX, out=out, systems=["deltamem"], users=1),
+        llm=make_llm(),
+        embedder=embedder,
+    )
+    judge_run(out, FIX, ScriptedLLM(default=judge_reply), kinds=frozenset({"qa"}))
+    m = write_metrics(out)["deltamem"]
+    assert m["qa"]["correct"] == pytest.approx(2 / 3)
+    assert m["extraction"]["recall"] is None and m["update"]["correct"] is None
+    assert judge_run(out, FIX, ScriptedLLM(default=judge_reply)) > 0  # the others now
+    assert write_metrics(out)["deltamem"]["extraction"]["recall"] == pytest.approx(0.5)

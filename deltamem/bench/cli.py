@@ -40,6 +40,18 @@ TimeoutOpt = Annotated[
 ]
 
 
+def _judges(spec: str) -> frozenset[str]:
+    from deltamem.bench.judges.halumem import JUDGES
+
+    names = frozenset(n.strip() for n in spec.split(",") if n.strip())
+    if not names or names - JUDGES:
+        raise typer.BadParameter(
+            f"unknown judge in {spec!r}; choose from {', '.join(sorted(JUDGES))}",
+            param_hint="--judges",
+        )
+    return names
+
+
 def _systems(spec: str) -> list[str]:
     from deltamem.bench.systems import SYSTEMS
 
@@ -109,6 +121,13 @@ def halumem(
             "no answer calls (with --judge none, the fast judge-free loop)."
         ),
     ] = True,
+    judges: Annotated[
+        str,
+        typer.Option(
+            help="Which judges run, comma-separated: integrity, accuracy, update, qa "
+            "(default all; a later --resume run can add the others)."
+        ),
+    ] = "integrity,accuracy,update,qa",
 ) -> None:
     """HaluMem: extraction, updating and QA, item by item (SPEC §4.1)."""
     from deltamem.bench.halumem import HaluMemRun, run_halumem, write_metrics
@@ -138,7 +157,7 @@ def halumem(
             judge_llm = model if judge.strip() == (llm or "") else make_llm(judge, timeout=timeout)
             if judge_llm is not model:
                 log_calls(judge_llm, out)
-            judge_run(out, data, judge_llm, progress=advance)
+            judge_run(out, data, judge_llm, progress=advance, kinds=_judges(judges))
             metrics = write_metrics(out)
     _summary(metrics, out)
 

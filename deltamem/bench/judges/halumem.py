@@ -31,6 +31,14 @@ from deltamem.bench.log import RESULTS, read_records
 from deltamem.llm.base import LLM
 
 JUDGMENTS = "judgments.jsonl"
+# which judge scores which kind of record
+KIND_OF_JUDGE = {
+    "point": "integrity",
+    "extracted": "accuracy",
+    "update": "update",
+    "question": "qa",
+}
+JUDGES = frozenset(KIND_OF_JUDGE.values())
 
 
 def _dialogue(session: ds.Session) -> str:
@@ -43,8 +51,10 @@ def judge_run(
     llm: LLM,
     *,
     progress: Callable[[str, int], None] | None = None,
+    kinds: frozenset[str] = JUDGES,
 ) -> int:
-    """Judge every record not judged yet; return how many verdicts were added."""
+    """Judge every record not judged yet; return how many verdicts were added.
+    `kinds` narrows the judges that run (a later run can add the others)."""
     records = list(read_records(out / RESULTS))
     done = {str(j["key"]) for j in read_records(out / JUDGMENTS)}
     cache = JudgeCache(out / CACHE)
@@ -62,7 +72,7 @@ def judge_run(
     todo = [
         r
         for r in records
-        if r.get("kind") in ("point", "extracted", "update", "question")
+        if KIND_OF_JUDGE.get(str(r.get("kind"))) in kinds
         and str(r["key"]) not in done
         and not r.get("not_judged")
     ]
