@@ -111,6 +111,7 @@ def test_registry() -> None:
     assert set(SYSTEMS) == {
         "deltamem",
         "deltamem-facts",
+        "deltamem-session",
         "pipeline",
         "retrieval",
         "recent",

@@ -32,7 +32,8 @@ class DeltamemSystem(MemorySystem):
         super().__init__(llm)
         self.tiers: Tiers = tiers
         if tiers == "facts":
-            self.name = "deltamem-facts"
+            session = config is not None and config.strategy == "session"
+            self.name = "deltamem-session" if session else "deltamem-facts"
         self.memory = Memory(path, llm=llm, embedder=embedder, config=config, log_calls=False)
 
     def _reset(self, user: str) -> None:

@@ -10,6 +10,7 @@ from deltamem.bench.systems.deltamem_system import DeltamemSystem
 from deltamem.bench.systems.pipeline import PipelineSystem
 from deltamem.bench.systems.turns import FullSystem, RecentSystem, RetrievalSystem
 from deltamem.embed import Embedder
+from deltamem.manager.agent import ManagerConfig
 from deltamem.llm.base import LLM
 
 Factory = Callable[[LLM, Embedder, Path], MemorySystem]
@@ -18,6 +19,10 @@ SYSTEMS: dict[str, Factory] = {
     "deltamem": lambda llm, emb, work: DeltamemSystem(llm, emb, work / "deltamem.db"),
     "deltamem-facts": lambda llm, emb, work: DeltamemSystem(
         llm, emb, work / "deltamem.db", tiers="facts"
+    ),
+    # the one-call "session" manager strategy, facts only: the manager before "turns"
+    "deltamem-session": lambda llm, emb, work: DeltamemSystem(
+        llm, emb, work / "deltamem.db", ManagerConfig(strategy="session"), tiers="facts"
     ),
     "pipeline": lambda llm, emb, work: PipelineSystem(llm, emb, work / "pipeline.db"),
     "retrieval": lambda llm, emb, work: RetrievalSystem(emb, llm=llm),
