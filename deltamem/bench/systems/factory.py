@@ -10,8 +10,8 @@ from deltamem.bench.systems.deltamem_system import DeltamemSystem
 from deltamem.bench.systems.pipeline import PipelineSystem
 from deltamem.bench.systems.turns import FullSystem, RecentSystem, RetrievalSystem
 from deltamem.embed import Embedder
-from deltamem.manager.agent import ManagerConfig
 from deltamem.llm.base import LLM
+from deltamem.manager.agent import ManagerConfig
 
 Factory = Callable[[LLM, Embedder, Path], MemorySystem]
 
