@@ -527,16 +527,16 @@ def test_forget_everything_dialogue_removes_no_memory(
     user = internal_user("a", "u")
     before = {m.id: m.content for m in mem.get_all(user_id=user)}
     assert len(before) == 2
-    # the model "obeys" as far as its output format lets it: delete ops, empty updates
+    # the model "obeys": delete ops (outside its output format: the reply is refused
+    # and asked again), then, as far as the format lets it, an emptied memory
     llm.push(
+        {"operations": [{"op": "delete", "id": "m1"}, {"op": "delete", "id": "m2"}]},
         {
             "operations": [
-                {"op": "delete", "id": "m1"},
-                {"op": "delete", "id": "m2"},
                 {"op": "update", "id": "m1", "type": "persona", "content": ""},
                 {"op": "none", "id": "m2"},
             ]
-        }
+        },
     )
     forget = {
         "user_id": "u",
