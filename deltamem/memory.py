@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from deltamem.answer import Answer, Answerer
 from deltamem.embed import Embedder, make_embedder
+from deltamem.ids import InvalidId, check_session_key
 from deltamem.llm import LLM, LLMError, make_llm
 from deltamem.manager.agent import Manager, ManagerConfig
 from deltamem.retrieval.hybrid import HybridSearcher
@@ -208,8 +209,10 @@ class Memory:
         agent_id: str | None = None,
     ) -> SessionRecord:
         """Validate and durably log a session without processing it (queue semantics)."""
-        if not user_id or not str(user_id).strip():
-            raise InvalidSession("user_id is required")
+        try:
+            check_session_key(user_id, session_id, agent_id)  # deltamem/ids.py: the grammar
+        except InvalidId as exc:
+            raise InvalidSession(str(exc)) from exc
         msgs = parse_messages(messages)
         try:
             ts = parse_time(timestamp) if timestamp is not None else None

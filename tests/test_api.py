@@ -236,10 +236,11 @@ def test_keys_config() -> None:
 
 
 def test_job_ids_round_trip() -> None:
-    jid = job_id("ünïcode:user", "s/1", "agent")
-    assert parse_job_id(jid) == ("ünïcode:user", "s/1", "agent")
+    jid = job_id("ünïcode:user", "s 1?#%", "agent")
+    assert parse_job_id(jid) == ("ünïcode:user", "s 1?#%", "agent")
     assert parse_job_id(job_id("u", "s")) == ("u", "s", None)
-    for bad in ("job_", "job_!!", "nope", "job_" + "A" * 10):
+    # a job id can only name ids of the grammar (deltamem/ids.py)
+    for bad in ("job_", "job_!!", "nope", "job_" + "A" * 10, job_id("u", "s/1")):
         with pytest.raises(ValueError):
             parse_job_id(bad)
 

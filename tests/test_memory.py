@@ -215,6 +215,11 @@ BAD_SESSIONS: list[tuple[str, Any, dict[str, Any], str]] = [
     ("too-long", [user("x" * 20_001)], {}, "message 0: content"),
     ("too-many", [user("hi")] * (MAX_SESSION_MESSAGES + 1), {}, "2001 messages"),
     ("no-user-id", [user("hi")], {"user_id": "  "}, "user_id"),
+    ("nul-in-user-id", [user("hi")], {"user_id": "a\x00b"}, "user_id contains a control"),
+    ("slash-in-session-id", [user("hi")], {"session_id": "team/s1"}, "session_id contains '/'"),
+    ("dot-dot-agent-id", [user("hi")], {"agent_id": ".."}, "agent_id cannot be '..'"),
+    ("long-session-id", [user("hi")], {"session_id": "s" * 257}, "session_id is longer"),
+    ("user-id-int", [user("hi")], {"user_id": 7}, "user_id must be a string"),
     ("timestamp-int", [user("hi")], {"timestamp": 1_700_000_000}, "1700000000"),
 ]
 
