@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from deltamem.answer import Answer, Answerer
 from deltamem.embed import Embedder, make_embedder
 from deltamem.ids import InvalidId, check_session_key
-from deltamem.llm import LLM, LLMError, make_llm
+from deltamem.llm import LLM, LLMConfig, LLMError, make_llm
 from deltamem.manager.agent import Manager, ManagerConfig
 from deltamem.retrieval.hybrid import HybridSearcher
 from deltamem.store.base import Store
@@ -134,7 +134,7 @@ class Memory:
         self,
         path: str | Path | None = None,
         *,
-        llm: LLM | str | None = None,
+        llm: LLM | LLMConfig | str | None = None,
         embedder: Embedder | str | None = None,
         store: Store | None = None,
         config: ManagerConfig | None = None,
@@ -159,7 +159,7 @@ class Memory:
         if self._llm is None:
             with self._llm_lock:  # two threads' first calls must not load two models
                 if self._llm is None:
-                    spec = self._llm_spec if isinstance(self._llm_spec, str) else None
+                    spec = None if isinstance(self._llm_spec, LLM) else self._llm_spec
                     llm = make_llm(spec)
                     if self._log_calls:
                         llm.on_call(self.store.log_call)

@@ -1,5 +1,5 @@
 """The id grammar (deltamem/ids.py), enforced alike at every entry and on both
-backends: what it accepts, what it refuses and how (InvalidSession, 422),
+backends: what it accepts, what it refuses and how (InvalidSession, 422, exit 2),
 that a NUL never reaches PostgreSQL as a 500 or a DataError, and the property that
 matters: every id a write accepts reaches every route that takes it (job, read,
 history, session memories, filters, replay, delete) over REST, on both backends.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -19,7 +20,9 @@ from fakes import ScriptedLLM
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pg import pg_server_fixture
+from typer.testing import CliRunner
 
+from deltamem.cli.main import app as cli_app
 from deltamem.embed import Embedder
 from deltamem.ids import MAX_ID_CHARS, MAX_USER_ID_CHARS, check_id, id_fault
 from deltamem.memory import InvalidSession, Memory
@@ -310,3 +313,37 @@ def test_every_accepted_id_reaches_every_route_that_takes_it(
         assert client.get("/v1/memories", params=scoped, headers=H).json()["memories"] == []
     finally:
         mem.reset(internal_user("t", user_id))  # the next example may draw the same ids
+
+
+# --- the command line and MCP ------------------------------------------------------------
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["history", "a/b"],
+        ["delete", ".."],
+        ["memories", "--user", "a\x1bb"],
+        ["retry", "team/s1", "--user", "u"],
+        ["sessions", "--user", "a\tb"],
+    ],
+)
+def test_cli_refuses_a_bad_id_with_exit_code_2(tmp_path: Path, args: list[str]) -> None:
+    res = CliRunner().invoke(cli_app, ["--db", str(tmp_path / "x.db"), *args])
+    assert res.exit_code == 2, res.output
+    assert "Invalid value" in res.output
+    assert not (tmp_path / "x.db").exists()  # refused before the store was opened
+
+
+def test_cli_add_refuses_a_file_with_a_bad_id_before_logging_anything(tmp_path: Path) -> None:
+    import json
+
+    f = tmp_path / "s.jsonl"
+    rows = [
+        {"user_id": "u", "session_id": "ok", "messages": [user("hi")]},
+        {"user_id": "u", "session_id": "team/s2", "messages": [user("hi")]},
+    ]
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    db = tmp_path / "x.db"
+    res = CliRunner().invoke(cli_app, ["--db", str(db), "--llm", "tiny", "add", str(f)])
+    assert res.exit_code == 2, res.output
+    assert "session_id contains '/'" in res.output
+    assert not db.exists()
