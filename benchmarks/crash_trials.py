@@ -59,7 +59,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -142,9 +142,19 @@ class FakeLLM:
     gets a short text. Each call sleeps a random `delay` first, so a kill can land
     inside an LLM call."""
 
-    def __init__(self, delay: tuple[float, float] = (0.05, 0.3), seed: int = 0) -> None:
+    def __init__(
+        self,
+        delay: tuple[float, float] = (0.05, 0.3),
+        seed: int = 0,
+        hang: Callable[[str], bool] | None = None,
+    ) -> None:
+        """`hang`: prompts it holds true for are never answered (the request is read
+        and the connection held open until `close`): a hung model."""
         self.delay = delay
         self.rng = random.Random(seed)
+        self.hang = hang
+        self.hanging = 0  # requests held unanswered now
+        self._release = threading.Event()
         self.calls = 0
         # how often each conversation (its fact numbers) was sent to be planned:
         # above 1 means LLM work was spent twice on a session
@@ -159,8 +169,13 @@ class FakeLLM:
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 outer.calls += 1
-                time.sleep(outer.rng.uniform(*outer.delay))
                 prompt = str((body.get("messages") or [{}])[-1].get("content", ""))
+                if outer.hang is not None and outer.hang(prompt):
+                    outer.hanging += 1
+                    outer._release.wait()
+                    outer.hanging -= 1
+                    return
+                time.sleep(outer.rng.uniform(*outer.delay))
                 if "Conversation" in prompt:
                     convo = prompt.split("Conversation", 1)[1]
                     outer.planned[tuple(sorted({int(n) for n in FACT_RE.findall(convo)}))] += 1
@@ -193,6 +208,7 @@ class FakeLLM:
         return f"http://127.0.0.1:{self.port}/v1#fake"
 
     def close(self) -> None:
+        self._release.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -207,14 +223,23 @@ def free_port() -> int:
 class Server:
     """``deltamem serve`` in its own process group, logging to a file."""
 
-    def __init__(self, db: str | Path, llm: str, log: Path) -> None:
+    def __init__(
+        self,
+        db: str | Path,
+        llm: str,
+        log: Path,
+        *,
+        keys: str = f"{API_KEY}={TENANT}",
+        options: Sequence[str] = (),
+    ) -> None:
+        """`options`: more global options (before `serve`), e.g. --llm-timeout."""
         self.port = free_port()
         self.log = log.open("ab")
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         env.pop("DELTAMEM_API_KEYS", None)
         env.pop("DELTAMEM_API_KEYS_FILE", None)
-        cmd = [sys.executable, "-m", "deltamem", "--db", str(db), "--llm", llm, "serve"]
-        cmd += ["--host", "127.0.0.1", "--port", str(self.port), "--keys", f"{API_KEY}={TENANT}"]
+        cmd = [sys.executable, "-m", "deltamem", "--db", str(db), "--llm", llm, *options, "serve"]
+        cmd += ["--host", "127.0.0.1", "--port", str(self.port), "--keys", keys]
         self.proc = subprocess.Popen(
             cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
