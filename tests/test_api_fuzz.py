@@ -1,18 +1,17 @@
 """Fuzzing the REST API: schemathesis from its OpenAPI spec, plus hand-made bad bodies.
 
-In process, through the ASGI app, with a scripted LLM and a real SQLite store. The
-worker is not started, so the store changes only through the request under test:
-after every request answered 4xx, the session log, the memories and their history
-must be exactly as before. No request may get a 5xx. Bounded: a few dozen examples
-per operation (``FUZZ_EXAMPLES``), deterministic (derandomized).
+In process, through the ASGI app, with a scripted LLM and a real SQLite store (the
+same fuzzing on PostgreSQL: tests/test_api_fuzz_pg.py; shared parts:
+tests/fuzzing.py). The worker is not started, so the store changes only through
+the request under test: after every request answered 4xx, the session log, the
+memories and their history must be exactly as before. No request may get a 5xx.
+Bounded: a few dozen examples per operation (``FUZZ_EXAMPLES``), deterministic
+(derandomized).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import sqlite3
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,50 +20,16 @@ import pytest
 
 schemathesis = pytest.importorskip("schemathesis")
 
-from fakes import ScriptedLLM  # noqa: E402
-from fastapi import FastAPI  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
-from hypothesis import HealthCheck, settings  # noqa: E402
-from schemathesis.specs.openapi.checks import positive_data_acceptance  # noqa: E402
+from fuzzing import (  # noqa: E402
+    FUZZ_SETTINGS,
+    HEADERS,
+    Fuzzed,
+    check_fuzzed_request,
+    check_reached_the_handlers,
+)
 
-from deltamem.embed import Embedder  # noqa: E402
-from deltamem.memory import Memory  # noqa: E402
-from deltamem.server.app import create_app  # noqa: E402
 from deltamem.store.sqlite import SQLiteStore  # noqa: E402
-
-KEY = "key-of-tenant-f-0123456789"
-HEADERS = {"Authorization": f"Bearer {KEY}"}
-EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "25"))
-MAX_BODY = 256 * 1024  # small, so that "huge" bodies are cheap to send
-SEEN: Counter[str] = Counter()  # "METHOD path status" of every fuzzed request
-
-
-class Fuzzed:
-    """The app under fuzzing and a way to fingerprint what its store holds."""
-
-    def __init__(self, path: Path, embedder: Embedder) -> None:
-        self.path = path
-        store = SQLiteStore(path, dim=embedder.dim, embedder_name=embedder.name)
-        self.memory = Memory(
-            llm=ScriptedLLM(default={"operations": []}), embedder=embedder, store=store
-        )
-        self.app: FastAPI = create_app(
-            self.memory, {KEY: "f"}, start_worker=False, max_body_bytes=MAX_BODY
-        )
-
-    def snapshot(self) -> tuple[Any, ...]:
-        conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
-        try:
-            return tuple(
-                tuple(conn.execute(sql).fetchall())
-                for sql in (
-                    "SELECT seq, user_id, agent_id, session_id, status, content_hash FROM sessions",
-                    "SELECT id, user_id, content, version FROM memories",
-                    "SELECT id, memory_id, op FROM history",
-                )
-            )
-        finally:
-            conn.close()
 
 
 def _make_fuzzed() -> Fuzzed:
@@ -73,15 +38,9 @@ def _make_fuzzed() -> Fuzzed:
     from deltamem.embed import make_embedder
 
     root = Path(tempfile.mkdtemp(prefix="deltamem-fuzz-"))
-    f = Fuzzed(root / "fuzz.db", make_embedder("local"))
-    # something to find: one applied session with a memory, so ids and users exist
-    f.memory.add(
-        [{"role": "user", "content": "I keep bees."}],
-        user_id="f:seed",
-        session_id="seed",
-        timestamp="2029-01-01T00:00:00",
-    )
-    return f
+    embedder = make_embedder("local")
+    store = SQLiteStore(root / "fuzz.db", dim=embedder.dim, embedder_name=embedder.name)
+    return Fuzzed(store, embedder, root / "fuzz.db")
 
 
 # schemathesis' pytest plugin needs the schema at import time (its lazy
@@ -98,48 +57,24 @@ def fuzzed() -> Iterator[Fuzzed]:
         _FUZZED.memory.close()
         import shutil
 
-        shutil.rmtree(_FUZZED.path.parent, ignore_errors=True)
+        assert isinstance(_FUZZED.where, Path)
+        shutil.rmtree(_FUZZED.where.parent, ignore_errors=True)
 
 
 @pytest.mark.timeout(120)
 @schema.parametrize()
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=list(HealthCheck),
-)
+@FUZZ_SETTINGS
 def test_fuzzed_requests_get_no_5xx_and_rejected_ones_write_nothing(
     case: Any, fuzzed: Fuzzed
 ) -> None:
-    before = fuzzed.snapshot()
-    headers = {**HEADERS, **(case.headers or {})}
-    # every default schemathesis check (no 5xx, documented status codes and content
-    # types, response bodies matching the spec, schema-invalid data rejected, ...)
-    # except positive_data_acceptance: the spec cannot say that ids must not hold
-    # control characters or that timestamps must parse, so some schema-valid bodies
-    # are rightly answered 422 (checked below to write nothing)
-    response = case.call_and_validate(headers=headers, excluded_checks=[positive_data_acceptance])
-    SEEN[f"{case.method} {case.operation.path} {response.status_code}"] += 1
-    assert response.status_code < 500, (case.method, case.path, response.text[:500])
-    if 400 <= response.status_code < 500:
-        assert fuzzed.snapshot() == before, (case.method, case.formatted_path, response.text)
-        content_type = (response.headers.get("content-type") or [""])[0]
-        assert content_type.startswith("application/problem+json"), content_type
-        assert "Traceback" not in response.text
+    check_fuzzed_request(case, fuzzed)
 
 
 def test_the_fuzzer_reached_the_handlers() -> None:
-    """Not all rejected at the door: some fuzzed requests were accepted (2xx) and some
-    rejected by validation (4xx), on several operations. Run after the fuzz test."""
-    if not SEEN:
+    """Run after the fuzz test."""
+    if not _FUZZED.seen:
         pytest.skip("run with the fuzz test")
-    statuses = Counter(k.rsplit(" ", 1)[1][0] for k in SEEN.elements())
-    print("fuzzed requests by status class:", dict(statuses), "total", sum(SEEN.values()))
-    assert statuses["2"] > 0 and statuses["4"] > 0, SEEN
-    assert statuses["5"] == 0
-    assert len({k.rsplit(" ", 1)[0] for k in SEEN}) >= 8, SEEN
+    check_reached_the_handlers(_FUZZED.seen)
 
 
 # --- hand-made bad bodies ------------------------------------------------------------------

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakes import DIM, T0, ScriptedLLM, add, ops, session, undo_sqlite_migration_004, unit
+from fakes import DIM, SESSION, T0, ScriptedLLM, add, ops, session, undo_sqlite_migration_004, unit
 
 from deltamem.embed import Embedder
 from deltamem.episodes import episode_id, is_episode_id, session_episodes
@@ -185,7 +185,8 @@ def test_a_store_from_before_the_tier_is_indexed_once_on_open(
 ) -> None:
     path = tmp_path / "old.db"
     llm = ScriptedLLM(default=ops())
-    with Memory(llm=llm, embedder=embedder, store=SQLiteStore(path, dim=embedder.dim)) as m:
+    store = SQLiteStore(path, dim=embedder.dim)
+    with Memory(llm=llm, embedder=embedder, store=store, config=SESSION) as m:
         m.add([{"role": "user", "content": "I keep bees in Ghent."}], user_id="a", session_id="s1")
         m.add([{"role": "user", "content": "I sold my car."}], user_id="b", session_id="s1")
     with sqlite3.connect(path) as db:  # the store as it was before migration 004

@@ -234,7 +234,7 @@ def test_llamacpp_timeout_then_normal_answer() -> None:
     with pytest.raises(LLMTimeout, match=r"exceeded 0\.01s"):
         llm.complete(STORY, purpose="t", max_tokens=2000)
     assert time.perf_counter() - t0 < 10  # 2 x 2000 tokens would take far longer
-    assert llm.usage.calls == 2 and llm.usage.completion_tokens == 0  # attempt and retry
+    assert llm.usage.calls == 1 and llm.usage.completion_tokens == 0  # a timeout: no retry
 
     llm.timeout = 60
     text = llm.complete(STORY, purpose="t", max_tokens=12)

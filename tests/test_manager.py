@@ -12,7 +12,7 @@ import pytest
 from fakes import SESSION, T0, ScriptedLLM, add, ops, update
 
 from deltamem.embed import Embedder
-from deltamem.llm.base import ChatMessage
+from deltamem.llm.base import CallRecord, ChatMessage, LLMOutputError
 from deltamem.manager import schema
 from deltamem.manager.agent import Manager, ManagerConfig, Plan
 from deltamem.manager.atomise import first_person, split_facts
@@ -207,22 +207,89 @@ def test_search_results_reach_the_second_call(embedder: Embedder, store: Store) 
 def test_search_rounds_are_bounded(embedder: Embedder, store: Store, rounds: int) -> None:
     llm = ScriptedLLM(default={"search": ["anything"]})
     m = manager(llm, embedder, store, search_rounds=rounds)
-    plan = m.plan(rec([("user", "I started learning the cello.")]))
-    assert len(llm.requests) == rounds + 1
-    assert [r["schema"] for r in llm.requests[1:]] == [schema.operations([])] * rounds
-    assert plan.writes == []
+    with pytest.raises(LLMOutputError, match="operations: Field required"):
+        m.plan(rec([("user", "I started learning the cello.")]))
+    # a search is answered with a call that allows operations only: searching again
+    # ignores the schema, a failed call, asked once more (retries=1), then given up
+    assert len(llm.requests) == 3
+    assert [r["schema"] for r in llm.requests[1:]] == [schema.operations([])] * 2
 
 
-@pytest.mark.parametrize("search", [5, "dog", {"q": "dog"}, [], None])
-def test_search_reply_of_wrong_shape_ends_the_loop(
+@pytest.mark.parametrize("search", [5, "dog", {"q": "dog"}, [], None, ["a", "b", "c", "d"]])
+def test_search_reply_of_wrong_shape_is_a_failed_call(
     embedder: Embedder, store: Store, search: object
 ) -> None:
     llm = ScriptedLLM(default={"search": search})
-    plan = manager(llm, embedder, store, search_rounds=2).plan(
-        rec([("user", "I started learning the cello.")])
-    )
-    assert len(llm.requests) == 1
-    assert plan.writes == []
+    with pytest.raises(LLMOutputError, match=r"wrong shape \(search"):
+        manager(llm, embedder, store, search_rounds=2).plan(
+            rec([("user", "I started learning the cello.")])
+        )
+    assert len(llm.requests) == 2  # asked again once (retries=1), never searched
+
+
+# --- the shape of a reply -------------------------------------------------------------------
+MALFORMED = {
+    "empty object": {},
+    "operations a string": {"operations": "DROP TABLE"},
+    "operations null": {"operations": None},
+    "operations an object": {"operations": {"op": "add"}},
+    "op not an object": ops(5),
+    "unknown op": ops({"op": "delete", "id": "m1"}),
+    "no op": ops({"type": "persona", "content": "Alice likes tea."}),
+    "add without content": ops({"op": "add", "type": "persona"}),
+    "add without type": ops({"op": "add", "content": "Alice likes tea."}),
+    "content a number": ops({"op": "add", "type": "persona", "content": 5}),
+    "type not a memory type": ops(add("Alice likes tea.", "hobby")),
+    "update without id": ops({"op": "update", "type": "persona", "content": "Alice is 31."}),
+    "id a number": ops({"op": "none", "id": 1}),
+    "a good op beside a bad one": ops(add("Alice likes tea."), {"op": "add"}),
+}
+
+
+@pytest.mark.parametrize("reply", list(MALFORMED.values()), ids=list(MALFORMED))
+def test_reply_of_wrong_shape_is_refused_with_the_reason(reply: dict) -> None:
+    with pytest.raises(ValueError) as info:
+        schema.check_operations(reply)
+    assert str(info.value)  # names where the fault is
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        ops(),  # a valid "nothing to remember"
+        ops(add("Alice likes tea."), update("m1", "Alice is 31."), {"op": "none", "id": "m2"}),
+        ops(update("m9", "Alice is 31.")),  # an id never shown: validate.py's business
+        {"operations": [], "note": "extra keys are ignored"},
+    ],
+)
+def test_replies_of_the_right_shape_pass(reply: dict) -> None:
+    schema.check_operations(reply)
+    schema.check_search_or_operations(reply)
+
+
+def test_a_malformed_reply_fails_the_plan_and_is_logged_with_its_reason(
+    embedder: Embedder, store: Store
+) -> None:
+    llm = ScriptedLLM([{}, {"operations": "DROP TABLE"}])
+    seen: list[CallRecord] = []
+    llm.on_call(seen.append)
+    with pytest.raises(LLMOutputError, match="operations: Input should be a valid list"):
+        manager(llm, embedder, store).plan(rec([("user", "I started learning the cello.")]))
+    assert [(r.ok, r.reply) for r in seen] == [
+        (False, "{}"),
+        (False, '{"operations": "DROP TABLE"}'),
+    ]
+    assert "operations: Field required" in (seen[0].error or "")
+    assert "valid list" in (seen[1].error or "")
+
+
+def test_a_malformed_reply_then_a_good_one_applies_the_good_one(
+    embedder: Embedder, store: Store
+) -> None:
+    llm = ScriptedLLM([ops({"op": "delete", "id": "m1"}), ops(add("Alice plays the cello."))])
+    plan = manager(llm, embedder, store).plan(rec([("user", "I started learning the cello.")]))
+    assert [w.content for w in plan.writes] == ["Alice plays the cello."]
+    assert llm.requests[1]["temperature"] > 0  # the second ask samples
 
 
 def test_no_search_rounds_means_one_operations_call(embedder: Embedder, store: Store) -> None:

@@ -165,11 +165,37 @@ def test_same_and_restated_facts_write_nothing(embedder: Embedder, store: Store)
     assert len(llm.requests) == 3
 
 
-def test_an_unreadable_decision_keeps_the_fact(embedder: Embedder, store: Store) -> None:
+def test_replies_of_the_wrong_shape_are_failed_calls_asked_again(
+    embedder: Embedder, store: Store
+) -> None:
     seed(store, embedder, "User's name is Priya Raman.", "Priya Raman lives in Manchester.")
-    llm = ScriptedLLM([facts("Priya Raman lives in Lisbon."), {"verdict": "changes 9"}])
+    llm = ScriptedLLM(
+        [
+            {"facts": "DROP TABLE"},  # not a list of facts: asked again
+            facts("Priya Raman lives in Lisbon."),
+            {"verdict": "changes 9"},  # names no memory shown: asked again
+            {"verdict": "new"},
+        ]
+    )
     plan = manager(llm, embedder, store).plan(rec([("user", "I live in Lisbon.")]))
     assert [(w.op, w.content) for w in plan.writes] == [("add", "Priya Raman lives in Lisbon.")]
+    assert len(llm.requests) == 4
+
+
+def test_a_model_that_keeps_answering_the_wrong_shape_fails_the_session(
+    make_memory: Any,
+) -> None:
+    from deltamem.memory import SessionFailed
+
+    mem: Memory = make_memory(ScriptedLLM(default={}), ManagerConfig())
+    try:
+        mem.add([{"role": "user", "content": "I keep bees."}], user_id="u", session_id="s1")
+    except SessionFailed as exc:
+        assert "wrong shape" in str(exc)
+    else:
+        raise AssertionError("a reply of the wrong shape must not count as 'no facts'")
+    assert mem.store.get_session("u", "s1").status == "failed"  # type: ignore[union-attr]
+    assert mem.get_all(user_id="u") == []
 
 
 def test_memory_default_is_the_turns_strategy(make_memory: Any) -> None:

@@ -225,3 +225,27 @@ def test_stdio_transport_serves_the_tools(tmp_path: Path) -> None:
             assert listing == {"user_id": "nobody", "count": 0, "memories": []}
 
     anyio.run(main)
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "fault"),
+    [
+        ("remember", {"user_id": "team/alice"}, "user_id contains '/'"),
+        ("remember", {"user_id": "u", "session_id": "a\x00b"}, "session_id contains a control"),
+        ("remember", {"user_id": "u", "agent_id": ".."}, "agent_id cannot be '..'"),
+        ("list_memories", {"user_id": "a\x1bb"}, "user_id contains a control"),
+        ("memory_history", {"memory_id": "a\x00b"}, "memory_id contains a control"),
+    ],
+)
+async def test_tools_refuse_ids_outside_the_grammar(
+    memory: Memory, tool: str, args: dict[str, Any], fault: str
+) -> None:
+    """The id grammar of deltamem/ids.py, as a tool error naming the fault."""
+    server = create_mcp_server(memory, tenant="acme", worker=Worker(memory, FAST))
+    if tool == "remember":
+        args = {"messages": convo("otter"), **args}
+    async with Client(server) as client:
+        result = await client.call_tool(tool, args)
+    assert result.is_error
+    assert fault in json.dumps([c.model_dump() for c in result.content])
+    assert memory.store.list_sessions() == []

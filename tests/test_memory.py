@@ -11,7 +11,7 @@ import pytest
 from fakes import SESSION, ScriptedLLM, add, ops, update
 
 from deltamem.embed import Embedder
-from deltamem.llm.base import CallRecord, LLMTimeout
+from deltamem.llm.base import CallRecord, LLMError, LLMTimeout
 from deltamem.manager.agent import ManagerConfig
 from deltamem.memory import MAX_SESSION_MESSAGES, InvalidSession, Memory, SessionFailed
 from deltamem.store.base import PlannedWrite, SessionConflict
@@ -219,6 +219,11 @@ BAD_SESSIONS: list[tuple[str, Any, dict[str, Any], str]] = [
     ("too-long", [user("x" * 20_001)], {}, "message 0: content"),
     ("too-many", [user("hi")] * (MAX_SESSION_MESSAGES + 1), {}, "2001 messages"),
     ("no-user-id", [user("hi")], {"user_id": "  "}, "user_id"),
+    ("nul-in-user-id", [user("hi")], {"user_id": "a\x00b"}, "user_id contains a control"),
+    ("slash-in-session-id", [user("hi")], {"session_id": "team/s1"}, "session_id contains '/'"),
+    ("dot-dot-agent-id", [user("hi")], {"agent_id": ".."}, "agent_id cannot be '..'"),
+    ("long-session-id", [user("hi")], {"session_id": "s" * 257}, "session_id is longer"),
+    ("user-id-int", [user("hi")], {"user_id": 7}, "user_id must be a string"),
     ("timestamp-int", [user("hi")], {"timestamp": 1_700_000_000}, "1700000000"),
 ]
 
@@ -338,9 +343,11 @@ def test_failure_in_a_later_chunk_applies_nothing(mem: Memory, llm: ScriptedLLM)
     [
         ("I think Alice has a dog.", "JSON"),
         ('[{"op": "add", "content": "Alice has a dog."}]', "JSON"),
+        ({"operations": "DROP TABLE"}, "wrong shape (operations: Input should be a valid list"),
+        ({}, "wrong shape (operations: Field required"),
         (LLMTimeout("model took longer than 5s"), "longer than 5s"),
     ],
-    ids=["text", "json-list", "timeout"],
+    ids=["text", "json-list", "operations-string", "empty-object", "timeout"],
 )
 def test_llm_failure_marks_session_failed_then_retry_succeeds(
     mem: Memory, llm: ScriptedLLM, garbage: Any, error: str
@@ -349,7 +356,10 @@ def test_llm_failure_marks_session_failed_then_retry_succeeds(
     with pytest.raises(SessionFailed, match="s1") as info:
         mem.add(DOG, user_id="alice", session_id="s1", timestamp=HALU_TS)
     assert error in str(info.value)
-    assert len(llm.requests) == 2  # retried once (retries=1), then given up
+    # a bad reply is asked again once (retries=1), then given up; a timeout is not
+    # asked again (a hung model would hold the session twice as long)
+    assert len(llm.requests) == (1 if isinstance(garbage, LLMTimeout) else 2)
+    llm.replies.clear()
     rec = mem.store.get_session("alice", "s1")
     assert rec is not None
     assert rec.status == "failed" and error in (rec.error or "")
@@ -582,11 +592,11 @@ def test_every_llm_call_is_logged_to_the_store(
     store = SQLiteStore(tmp_path / "calls.db", dim=embedder.dim)
     logged: list[CallRecord] = []
     monkeypatch.setattr(store, "log_call", logged.append)
-    llm = ScriptedLLM([LLMTimeout("slow"), ops(add("Alice adopted a beagle named Rufus."))])
+    llm = ScriptedLLM([LLMError("refused"), ops(add("Alice adopted a beagle named Rufus."))])
     with Memory(llm=llm, embedder=embedder, store=store, config=SESSION) as m:
         m.add(DOG, user_id="alice", session_id="s1")
     assert [(r.purpose, r.ok, r.error) for r in logged] == [
-        ("manager", False, "slow"),
+        ("manager", False, "refused"),
         ("manager", True, None),
     ]
     assert logged[1].prompt_tokens > 0 and logged[1].completion_tokens > 0

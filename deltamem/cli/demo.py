@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from deltamem.llm.factory import LLMConfig
 from deltamem.memory import Memory
 
 SAMPLE = Path(__file__).parent / "data" / "demo_sessions.json"
@@ -21,7 +22,7 @@ QUESTIONS = [
 ]
 
 
-def run_demo(db: str | Path | None, llm: str | None, out: Console) -> None:
+def run_demo(db: str | Path | None, llm: LLMConfig | str | None, out: Console) -> None:
     sessions = json.loads(SAMPLE.read_text(encoding="utf-8"))
     path = db or Path(tempfile.mkdtemp(prefix="deltamem-demo-")) / "demo.db"
     out.rule("deltamem demo")

@@ -15,7 +15,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from deltamem.cli.sessions_file import SessionFileError, SessionInput, read_sessions
+from deltamem.ids import (
+    MAX_ID_CHARS,
+    MAX_USER_ID_CHARS,
+    InvalidId,
+    check_session_key,
+    id_fault,
+)
+from deltamem.llm.factory import LLMConfig
 from deltamem.memory import InvalidSession, Memory, SessionFailed, parse_messages, session_hash
+from deltamem.server.config import WorkerSettings
 from deltamem.store.base import SessionConflict
 from deltamem.timeparse import parse_time
 from deltamem.types import MemoryItem, Operation, SearchFilters
@@ -32,12 +41,45 @@ err = Console(stderr=True)
 class Options:
     db: str | None = None
     llm: str | None = None
+    llm_timeout: float | None = None
     embedder: str | None = None
+
+    @property
+    def llm_config(self) -> LLMConfig:
+        return LLMConfig(self.llm, timeout=self.llm_timeout)
 
 
 OPTS = Options()
 JsonFlag = typer.Option(False, "--json", help="Print JSON instead of tables.")
-UserOpt = typer.Option(..., "--user", "-u", help="The user whose memory this is.")
+
+
+def _id_param(what: str, max_chars: int = MAX_ID_CHARS) -> Any:
+    """A typer callback holding an id to the grammar of `deltamem.ids` (exit code 2)."""
+
+    def check(value: str | None) -> str | None:
+        if value is None:
+            return None
+        fault = id_fault(value, max_chars)
+        if fault is not None:
+            raise typer.BadParameter(f"{what} {fault}")
+        return value
+
+    return check
+
+
+_user_id = _id_param("user_id", MAX_USER_ID_CHARS)
+UserOpt = typer.Option(
+    ..., "--user", "-u", help="The user whose memory this is.", callback=_user_id
+)
+MemoryArg = typer.Argument(..., callback=_id_param("memory_id"))
+ConcurrencyOpt = typer.Option(
+    WorkerSettings.concurrency,
+    "--concurrency",
+    envvar="DELTAMEM_WORKER_CONCURRENCY",
+    min=1,
+    help="Users the worker processes at once (one session at a time per user), so that "
+    "one user's slow or hung model does not hold back the others.",
+)
 
 
 @app.callback()
@@ -54,13 +96,22 @@ def main(
         envvar="DELTAMEM_LLM",
         help="local | tiny | PATH.gguf | http://host:port/v1#model | openai:MODEL",
     ),
+    llm_timeout: float | None = typer.Option(
+        None,
+        "--llm-timeout",
+        envvar="DELTAMEM_LLM_TIMEOUT",
+        min=0.001,
+        help="Seconds one LLM call may take before it counts as failed (default 300). "
+        "A worker parks a session whose model never answers after at most "
+        "3 x this (its 3 tries) plus 6 s of backoff.",
+    ),
     embedder: str | None = typer.Option(None, "--embedder", envvar="DELTAMEM_EMBEDDER"),
 ) -> None:
-    OPTS.db, OPTS.llm, OPTS.embedder = db, llm, embedder
+    OPTS.db, OPTS.llm, OPTS.llm_timeout, OPTS.embedder = db, llm, llm_timeout, embedder
 
 
 def memory() -> Memory:
-    return Memory(OPTS.db, llm=OPTS.llm, embedder=OPTS.embedder)
+    return Memory(OPTS.db, llm=OPTS.llm_config, embedder=OPTS.embedder)
 
 
 def emit_json(value: Any) -> None:
@@ -114,8 +165,10 @@ def ops_table(ops: list[Operation], title: str) -> Table:
 # --- write ----------------------------------------------------------------------------
 def _content_hash(s: SessionInput, user_id: str) -> str:
     """Validate a session as `Memory.log_session` does, without storing it; its hash."""
-    if not user_id.strip():
-        raise InvalidSession("user_id is required")
+    try:
+        check_session_key(user_id, s.session_id, s.agent_id)
+    except InvalidId as exc:
+        raise InvalidSession(str(exc)) from exc
     msgs = parse_messages(s.messages)
     try:
         ts = parse_time(s.timestamp) if s.timestamp is not None else None
@@ -127,7 +180,9 @@ def _content_hash(s: SessionInput, user_id: str) -> str:
 @app.command()
 def add(
     file: Path = typer.Argument(..., help="JSON or JSONL file of sessions."),
-    user: str | None = typer.Option(None, "--user", "-u", help="User for sessions without one."),
+    user: str | None = typer.Option(
+        None, "--user", "-u", help="User for sessions without one.", callback=_user_id
+    ),
     as_json: bool = JsonFlag,
 ) -> None:
     """Ingest sessions. Every session is logged first, so an interrupted run resumes
@@ -193,7 +248,9 @@ def add(
             except SessionFailed as exc:
                 failures += 1
                 err.print(f"[red]failed:[/red] {escape(str(exc))}", soft_wrap=True)
-                results.append({"session_id": rec.session_id, "status": "failed"})
+                results.append(
+                    {"session_id": rec.session_id, "status": "failed", "error": str(exc)}
+                )
             else:
                 results.append(res)
                 if not as_json:
@@ -207,14 +264,21 @@ def add(
 
 
 @app.command()
-def resume(user: str | None = typer.Option(None, "--user", "-u"), as_json: bool = JsonFlag) -> None:
+def resume(
+    user: str | None = typer.Option(None, "--user", "-u", callback=_user_id),
+    as_json: bool = JsonFlag,
+) -> None:
     """Process logged sessions that are still pending (after a crash or a queue)."""
     results = memory().process_pending(user)
     emit_json(results) if as_json else out.print(f"{len(results)} pending session(s) applied")
 
 
 @app.command()
-def retry(session_id: str, user: str = UserOpt, as_json: bool = JsonFlag) -> None:
+def retry(
+    session_id: str = typer.Argument(..., callback=_id_param("session_id")),
+    user: str = UserOpt,
+    as_json: bool = JsonFlag,
+) -> None:
     """Process a failed (or pending) session again."""
     try:
         res = memory().retry(session_id, user_id=user)
@@ -238,7 +302,7 @@ def replay(user: str = UserOpt, as_json: bool = JsonFlag) -> None:
 
 
 @app.command()
-def delete(memory_id: str) -> None:
+def delete(memory_id: str = MemoryArg) -> None:
     """Delete one memory (recorded in its history)."""
     if not memory().delete(memory_id):
         fail(f"no memory {memory_id!r}", 1)
@@ -289,7 +353,7 @@ def memories(
 
 
 @app.command()
-def history(memory_id: str, as_json: bool = JsonFlag) -> None:
+def history(memory_id: str = MemoryArg, as_json: bool = JsonFlag) -> None:
     """Every version of one memory: add, updates, delete."""
     rows = memory().history(memory_id)
     if not rows:
@@ -313,7 +377,7 @@ def history(memory_id: str, as_json: bool = JsonFlag) -> None:
 
 @app.command()
 def sessions(
-    user: str | None = typer.Option(None, "--user", "-u"),
+    user: str | None = typer.Option(None, "--user", "-u", callback=_user_id),
     status: str | None = typer.Option(None, "--status", help="pending | applied | failed"),
     as_json: bool = JsonFlag,
 ) -> None:
@@ -356,7 +420,7 @@ def demo() -> None:
     """Ingest the built-in sample conversation and show what memory makes of it."""
     from deltamem.cli.demo import run_demo
 
-    run_demo(OPTS.db, OPTS.llm, out)
+    run_demo(OPTS.db, OPTS.llm_config, out)
 
 
 @app.command()
@@ -366,6 +430,7 @@ def serve(
     keys: str | None = typer.Option(
         None, "--keys", help="key1=tenantA,key2=tenantB or @file (else DELTAMEM_API_KEYS)"
     ),
+    concurrency: int = ConcurrencyOpt,
 ) -> None:
     """REST API with a background worker, on the embedded defaults."""
     from deltamem.server import serve as run
@@ -374,21 +439,29 @@ def serve(
         host=host,
         port=port,
         memory_path=OPTS.db,
-        llm_spec=OPTS.llm,
+        llm_spec=OPTS.llm_config,
         keys=keys,
         embedder_spec=OPTS.embedder,
+        worker_settings=WorkerSettings(concurrency=concurrency),
     )
 
 
 @app.command()
 def worker(
     once: bool = typer.Option(False, "--once", help="Process what is pending, then exit."),
+    concurrency: int = ConcurrencyOpt,
 ) -> None:
     """An extra worker on a shared store (SQLite file or PostgreSQL URL): run as many
     as you like, in as many processes or machines; they share the session log."""
     from deltamem.server import work
 
-    handled = work(OPTS.db, OPTS.llm, embedder_spec=OPTS.embedder, once=once)
+    handled = work(
+        OPTS.db,
+        OPTS.llm_config,
+        embedder_spec=OPTS.embedder,
+        once=once,
+        worker_settings=WorkerSettings(concurrency=concurrency),
+    )
     if once:
         typer.echo(f"{handled} session(s) handled")
 
@@ -399,12 +472,20 @@ def mcp(
     host: str = "127.0.0.1",
     port: int = 8001,
     keys: str | None = typer.Option(None, "--keys"),
+    concurrency: int = ConcurrencyOpt,
 ) -> None:
     """MCP server (stdio for desktop agents, or streamable HTTP)."""
     from deltamem.server import serve_mcp
 
     serve_mcp(
-        transport, OPTS.db, OPTS.llm, host=host, port=port, keys=keys, embedder_spec=OPTS.embedder
+        transport,
+        OPTS.db,
+        OPTS.llm_config,
+        host=host,
+        port=port,
+        keys=keys,
+        embedder_spec=OPTS.embedder,
+        worker_settings=WorkerSettings(concurrency=concurrency),
     )
 
 

@@ -9,12 +9,13 @@ from deltamem.llm.base import (
     LLMTimeout,
     Usage,
 )
-from deltamem.llm.factory import make_llm
+from deltamem.llm.factory import LLMConfig, make_llm
 
 __all__ = [
     "LLM",
     "CallRecord",
     "Completion",
+    "LLMConfig",
     "LLMError",
     "LLMOutputError",
     "LLMTimeout",

@@ -161,7 +161,21 @@ class LLM(ABC):
             with contextlib.suppress(Exception):  # a broken logger must not break a write
                 fn(rec)
 
-    def _call(self, messages, *, schema, max_tokens, temperature, purpose) -> Completion:
+    def _call(
+        self,
+        messages: list[ChatMessage],
+        *,
+        schema: dict[str, Any] | None,
+        max_tokens: int,
+        temperature: float,
+        purpose: str,
+        accept: Callable[[str], object] | None = None,
+    ) -> Completion:
+        """One call, retried on transport errors. A reply `accept` refuses (LLMOutputError)
+        is logged as a failed call with the reason and raised at once, as is a timeout:
+        a model that did not answer within `timeout` is not asked the same thing again
+        right away (that would multiply the time a hung model holds a session; the
+        worker's own attempts, after a backoff, are the retries)."""
         attempts = self.retries + 1
         last: Exception | None = None
         for _ in range(attempts):
@@ -178,21 +192,35 @@ class LLM(ABC):
                 last = exc
                 spent = time.perf_counter() - t0
                 self._record(CallRecord(purpose, self.name, 0, 0, 0, spent, False, str(exc)))
+                if isinstance(exc, LLMTimeout):
+                    raise
                 continue
-            rec = CallRecord(
-                purpose,
-                self.name,
-                out.prompt_tokens,
-                out.completion_tokens,
-                out.cached_tokens,
-                time.perf_counter() - t0,
-                True,
-                reply=out.text,
-            )
-            self._record(rec)
+            spent = time.perf_counter() - t0
+            try:
+                if accept is not None:
+                    accept(out.text)
+            except LLMOutputError as exc:
+                self._record(self._record_of(out, purpose, spent, error=str(exc)))
+                raise
+            self._record(self._record_of(out, purpose, spent))
             return out
         assert last is not None
         raise last
+
+    def _record_of(
+        self, out: Completion, purpose: str, seconds: float, error: str | None = None
+    ) -> CallRecord:
+        return CallRecord(
+            purpose,
+            self.name,
+            out.prompt_tokens,
+            out.completion_tokens,
+            out.cached_tokens,
+            seconds,
+            error is None,
+            error,
+            reply=out.text,
+        )
 
     def complete(
         self,
@@ -214,24 +242,49 @@ class LLM(ABC):
         purpose: str,
         max_tokens: int = 1024,
         temperature: float = 0.0,
+        check: Callable[[dict[str, Any]], object] | None = None,
     ) -> dict[str, Any]:
-        last = ""
-        for attempt in range(self.retries + 1):
-            out = self._call(
-                messages,
-                schema=schema,
-                max_tokens=max_tokens,
-                # a greedy retry would repeat the same reply: retries sample instead
-                temperature=temperature if attempt == 0 else max(temperature, 0.7),
-                purpose=purpose,
-            )
-            last = out.text
+        """A JSON object from the model. `check` (raising ValueError, e.g. a pydantic
+        ValidationError) says whether the object has the shape asked for: engines
+        that do not constrain decoding (or do so loosely) can return JSON of another
+        shape, which must count as a failed call, not as an empty answer. A reply
+        that does not parse, is not an object or fails `check` is logged with the
+        reason and asked again (sampling), then reported as LLMOutputError."""
+
+        def parse(text: str) -> dict[str, Any]:
             try:
-                value = json.loads(out.text)
+                value = json.loads(text)
             except json.JSONDecodeError:
-                value = close_truncated(out.text)  # cut off by max_tokens: keep what finished
-            if isinstance(value, dict):
-                return value
-        raise LLMOutputError(
-            f"{self.name} did not return a JSON object; last reply: {last[:200]!r}"
-        )
+                value = close_truncated(text)  # cut off by max_tokens: keep what finished
+            if not isinstance(value, dict):
+                raise LLMOutputError(
+                    f"{self.name} did not return a JSON object; reply: {text[:200]!r}"
+                )
+            if check is not None:
+                try:
+                    check(value)
+                except ValueError as exc:
+                    raise LLMOutputError(
+                        f"{self.name} replied with JSON of the wrong shape ({exc}); "
+                        f"reply: {text[:200]!r}"
+                    ) from exc
+            return value
+
+        last: LLMOutputError | None = None
+        for attempt in range(self.retries + 1):
+            try:
+                out = self._call(
+                    messages,
+                    schema=schema,
+                    max_tokens=max_tokens,
+                    # a greedy retry would repeat the same reply: retries sample instead
+                    temperature=temperature if attempt == 0 else max(temperature, 0.7),
+                    purpose=purpose,
+                    accept=parse,
+                )
+            except LLMOutputError as exc:
+                last = exc
+                continue
+            return parse(out.text)  # accepted above: parses the same way again
+        assert last is not None
+        raise last

@@ -9,15 +9,54 @@ openai:gpt-4o-mini         api.openai.com with OPENAI_API_KEY
 
 from __future__ import annotations
 
+import math
 import os
+from dataclasses import dataclass
 
 from deltamem.llm.base import LLM, LLMError
 
 DEFAULT_SPEC = "local"
+DEFAULT_TIMEOUT = 300.0  # seconds one call may take: a long session on a small CPU
+ENV_TIMEOUT = "DELTAMEM_LLM_TIMEOUT"
 
 
-def make_llm(spec: str | None = None, *, n_ctx: int = 8192, timeout: float = 300.0) -> LLM:
-    spec = (spec or os.environ.get("DELTAMEM_LLM") or DEFAULT_SPEC).strip()
+@dataclass(frozen=True)
+class LLMConfig:
+    """Which model, and how long one call may take before it counts as failed.
+
+    `timeout` None: $DELTAMEM_LLM_TIMEOUT, else 300 s. A call that times out is not
+    asked again by the LLM layer; the worker tries a session `max_attempts` times,
+    so a model that never answers parks a session after at most about
+    `max_attempts` x `timeout` (plus the backoff between tries)."""
+
+    spec: str | None = None
+    timeout: float | None = None
+    n_ctx: int = 8192
+
+
+def llm_timeout(timeout: float | None = None) -> float:
+    """`timeout`, else $DELTAMEM_LLM_TIMEOUT, else the default; LLMError if not a
+    positive number of seconds (as for any other LLM that cannot be made)."""
+    if timeout is None:
+        raw = os.environ.get(ENV_TIMEOUT, "").strip()
+        try:
+            timeout = float(raw) if raw else DEFAULT_TIMEOUT
+        except ValueError:
+            raise LLMError(f"{ENV_TIMEOUT}={raw!r} is not a number of seconds") from None
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise LLMError(f"the LLM timeout must be a positive number of seconds, got {timeout!r}")
+    return float(timeout)
+
+
+def make_llm(
+    spec: str | LLMConfig | None = None, *, n_ctx: int | None = None, timeout: float | None = None
+) -> LLM:
+    """An LLM from a spec string or an `LLMConfig`; keyword arguments override the
+    config's fields."""
+    config = spec if isinstance(spec, LLMConfig) else LLMConfig(spec)
+    n_ctx = n_ctx if n_ctx is not None else config.n_ctx
+    timeout = llm_timeout(timeout if timeout is not None else config.timeout)
+    spec = (config.spec or os.environ.get("DELTAMEM_LLM") or DEFAULT_SPEC).strip()
     if spec.startswith(("http://", "https://")):
         url, _, model = spec.partition("#")
         model = model or os.environ.get("DELTAMEM_LLM_MODEL", "")

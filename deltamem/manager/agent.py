@@ -198,20 +198,18 @@ class Manager:
             *self._example,
             {"role": "user", "content": prompt},
         ]
+        searching = c.search_rounds > 0
         reply = self.llm.complete_json(
             messages,
-            schema.search_or_operations(ids) if c.search_rounds > 0 else schema.operations(ids),
+            schema.search_or_operations(ids) if searching else schema.operations(ids),
             purpose="manager",
             max_tokens=c.output_tokens,
+            check=schema.check_search_or_operations if searching else schema.check_operations,
         )
         stats["llm_calls"] += 1
         rounds = 0
-        while (
-            "operations" not in reply
-            and isinstance(reply.get("search"), list)  # a reply of the wrong shape ends the loop
-            and reply["search"]
-            and rounds < c.search_rounds
-        ):
+        # replies are checked: one without "operations" is a search request
+        while "operations" not in reply and rounds < c.search_rounds:
             rounds += 1
             asked = [str(q) for q in reply["search"][:3] if str(q).strip()]
             stats["search_queries"] += len(asked)
@@ -225,11 +223,14 @@ class Manager:
                 {"role": "user", "content": self._results.substitute(results=memory_lines(hits))},
             ]
             reply = self.llm.complete_json(
-                messages, schema.operations(ids), purpose="manager", max_tokens=c.output_tokens
+                messages,
+                schema.operations(ids),
+                purpose="manager",
+                max_tokens=c.output_tokens,
+                check=schema.check_operations,
             )
             stats["llm_calls"] += 1
-        ops = reply.get("operations")
-        apply_ops(ws, ops if isinstance(ops, list) else [], chunk=n)
+        apply_ops(ws, reply["operations"], chunk=n)  # the last call allowed no search
 
     # --- from decisions to writes -------------------------------------------------
     def _finish(

@@ -18,6 +18,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from pydantic import BaseModel, StrictStr
+
 from deltamem.llm.base import LLM
 from deltamem.manager.atomise import first_person, name_subject, split_facts
 from deltamem.manager.dates import annotate
@@ -43,6 +45,10 @@ _FREE = frozenset(
     "user person name named called january february march april may june july august "
     "september october november december week weekend month year day date".split()
 )
+
+
+class FactsReply(BaseModel):
+    facts: list[StrictStr]
 
 
 @dataclass
@@ -129,6 +135,7 @@ class FactExtractor:
             SCHEMA,
             purpose="extract",
             max_tokens=self.max_tokens,
+            check=FactsReply.model_validate,  # another shape is a failed call, not "no facts"
         )
         facts = reply.get("facts")
         seen: set[str] = set()

@@ -57,6 +57,11 @@ def loses_details(old: str, new: str, name: str | None) -> bool:
     return len(lost) >= 3 and len(lost) > len(before) / 2
 
 
+def _check_verdict(reply: dict[str, object], allowed: list[str]) -> None:
+    if reply.get("verdict") not in allowed:
+        raise ValueError(f"verdict must be one of {allowed}")
+
+
 def verdicts(n: int) -> list[str]:
     return ["new"] + [f"{v} {i}" for i in range(1, n + 1) for v in ("same", "changes")]
 
@@ -163,9 +168,9 @@ class Resolver:
             },
             purpose="resolve",
             max_tokens=16,
+            check=lambda r: _check_verdict(r, allowed),
         )
-        verdict = reply.get("verdict")
-        return verdict if verdict in allowed else "new"  # unreadable: keep the fact
+        return str(reply["verdict"])
 
     @staticmethod
     def _write(

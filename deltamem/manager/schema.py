@@ -1,10 +1,16 @@
 """JSON schemas that constrain the manager's output (llama.cpp grammar, or
-`response_format` on OpenAI-compatible servers), so every reply parses."""
+`response_format` on OpenAI-compatible servers), so every reply parses, and the
+check of a reply against them (`check_operations`, `check_search_or_operations`):
+a server that ignores or loosens the schema can answer JSON of another shape
+(`{}`, `{"operations": "DROP TABLE"}`), which must be a failed call, not an empty
+list of operations."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 MEMORY_TYPES = ["persona", "event", "relationship"]
 MAX_OPS = 30
@@ -79,3 +85,71 @@ SEARCH: dict[str, Any] = {
 
 def search_or_operations(ids: Sequence[str]) -> dict[str, Any]:
     return {"anyOf": [SEARCH, operations(ids)]}
+
+
+# --- the check of a reply ---------------------------------------------------------------
+# The same shapes as the schemas above, but for one thing: an update or none may name
+# an id that was not shown. validate.py has a policy for that (an update of an unknown
+# id is kept as an add, a none of one is dropped), so it is not a malformed reply.
+MemoryTypeName = Literal["persona", "event", "relationship"]
+
+
+class _AddOp(BaseModel):
+    op: Literal["add"]
+    type: MemoryTypeName
+    content: str
+
+
+class _UpdateOp(BaseModel):
+    op: Literal["update"]
+    id: str
+    type: MemoryTypeName
+    content: str
+
+
+class _NoneOp(BaseModel):
+    op: Literal["none"]
+    id: str
+
+
+class _OperationsReply(BaseModel):
+    operations: list[Annotated[_AddOp | _UpdateOp | _NoneOp, Field(discriminator="op")]]
+
+
+class _SearchReply(BaseModel):
+    search: Annotated[list[str], Field(min_length=1, max_length=3)]
+
+
+_OPERATIONS = TypeAdapter(_OperationsReply)
+_SEARCH = TypeAdapter(_SearchReply)
+
+
+def _reason(exc: ValidationError) -> str:
+    """A short account of what is wrong: where and what, never the whole reply."""
+    errors = exc.errors(include_url=False, include_input=False)
+    parts = [f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in errors[:3]]
+    more = f" (+{len(errors) - 3} more)" if len(errors) > 3 else ""
+    return "; ".join(parts) + more
+
+
+def check_operations(reply: dict[str, Any]) -> None:
+    """ValueError naming the fault unless `reply` is `{"operations": [op, ...]}` with
+    every op an add, update or none carrying its keys with the right types. An empty
+    list is valid: nothing to remember."""
+    try:
+        _OPERATIONS.validate_python(reply, strict=True)
+    except ValidationError as exc:
+        raise ValueError(_reason(exc)) from None
+
+
+def check_search_or_operations(reply: dict[str, Any]) -> None:
+    """As `check_operations`, or a `{"search": [1-3 queries]}` request."""
+    if "operations" in reply:
+        check_operations(reply)
+        return
+    if "search" not in reply:
+        raise ValueError("reply: neither 'operations' nor 'search'")
+    try:
+        _SEARCH.validate_python(reply, strict=True)
+    except ValidationError as exc:
+        raise ValueError(_reason(exc)) from None

@@ -15,9 +15,9 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any, TypeVar
 
 import anyio
-from fastapi import Depends, FastAPI, Query, Request, Response
+from fastapi import Depends, FastAPI, Path, Query, Request, Response
 from fastapi.security import APIKeyHeader, HTTPBearer
-from pydantic import ValidationError
+from pydantic import AfterValidator, ValidationError
 
 import deltamem
 from deltamem.memory import Memory
@@ -66,12 +66,26 @@ def _tenant(
 
 
 Tenant = Annotated[str, Depends(_tenant)]
-UserQuery = Annotated[str, Query(min_length=1, max_length=256, description="the user's id")]
+
+
+def _id(what: str) -> AfterValidator:
+    """Ids in paths and queries follow the grammar of `deltamem.ids` (422 otherwise):
+    every id a write accepts is one these routes can be given back."""
+    return AfterValidator(lambda v: v if v is None else scope.check_id(v, what))
+
+
+_ID = {"min_length": 1, "max_length": scope.MAX_ID_CHARS}
+UserQuery = Annotated[str, Query(**_ID, description="the user's id"), _id("user_id")]
 OptUserQuery = Annotated[
     str | None,
-    Query(min_length=1, max_length=256, description="if given, the memory must be this user's"),
+    Query(**_ID, description="if given, the memory must be this user's"),
+    _id("user_id"),
 ]
-AgentQuery = Annotated[str | None, Query(min_length=1, max_length=256)]
+AgentQuery = Annotated[str | None, Query(**_ID), _id("agent_id")]
+SessionQuery = Annotated[str | None, Query(**_ID), _id("session_id")]
+UserPath = Annotated[str, Path(**_ID, description="the user's id"), _id("user_id")]
+SessionPath = Annotated[str, Path(**_ID), _id("session_id")]
+MemoryPath = Annotated[str, Path(**_ID), _id("memory_id")]
 
 
 def _internal(tenant: str, user_id: str) -> str:
@@ -204,7 +218,9 @@ def create_app(
     @app.post(
         "/v1/users/{user_id}/replay", status_code=202, response_model=ReplayOut, tags=["sessions"]
     )
-    async def replay_user(user_id: str, tenant: Tenant, body: ReplayIn | None = None) -> ReplayOut:
+    async def replay_user(
+        user_id: UserPath, tenant: Tenant, body: ReplayIn | None = None
+    ) -> ReplayOut:
         """Rebuild a user's memory from the session log: their memories are removed and
         every logged session is queued again, in log order."""
         internal = _internal(tenant, user_id)
@@ -235,7 +251,7 @@ def create_app(
         "/v1/sessions/{session_id}/memories", response_model=SessionMemories, tags=["memories"]
     )
     async def session_memories(
-        session_id: str, user_id: UserQuery, tenant: Tenant
+        session_id: SessionPath, user_id: UserQuery, tenant: Tenant
     ) -> SessionMemories:
         """The memories a session added or updated, as that session wrote them."""
         mems = await run(memory.session_memories, session_id, _internal(tenant, user_id))
@@ -252,7 +268,7 @@ def create_app(
         memory_type: MemoryType | None = None,
         since: Annotated[str | None, Query(max_length=64)] = None,
         until: Annotated[str | None, Query(max_length=64)] = None,
-        session_id: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
+        session_id: SessionQuery = None,
         limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
     ) -> MemoryList:
         """A user's live memories, oldest event first, optionally filtered."""
@@ -271,13 +287,15 @@ def create_app(
         )
 
     @app.get("/v1/memories/{memory_id}", response_model=MemoryOut, tags=["memories"])
-    async def get_memory(memory_id: str, tenant: Tenant, user_id: OptUserQuery = None) -> MemoryOut:
+    async def get_memory(
+        memory_id: MemoryPath, tenant: Tenant, user_id: OptUserQuery = None
+    ) -> MemoryOut:
         mem = owned(await run(memory.get, memory_id), tenant, user_id, memory_id)
         return MemoryOut.of(mem)
 
     @app.delete("/v1/memories/{memory_id}", status_code=204, tags=["memories"])
     async def delete_memory(
-        memory_id: str, tenant: Tenant, user_id: OptUserQuery = None
+        memory_id: MemoryPath, tenant: Tenant, user_id: OptUserQuery = None
     ) -> Response:
         """Delete a memory (the deletion is kept in its history)."""
 
@@ -291,7 +309,7 @@ def create_app(
 
     @app.get("/v1/memories/{memory_id}/history", response_model=HistoryOut, tags=["memories"])
     async def memory_history(
-        memory_id: str, tenant: Tenant, user_id: OptUserQuery = None
+        memory_id: MemoryPath, tenant: Tenant, user_id: OptUserQuery = None
     ) -> HistoryOut:
         """Every change of a memory (add, updates, deletion), oldest first."""
 

@@ -40,6 +40,13 @@ class WorkerSettings:
     lease_seconds: float = 30.0  # a user's lease lives this long unless renewed (every third)
     lease_wait: float = 120.0  # how long a replay or a synchronous add waits for a lease
     nice: int = 10  # added to the worker thread's niceness (its LLM threads inherit it)
+    # Users processed at once, one session at a time per user: one user's hung or slow
+    # model does not hold back the others (a local llama.cpp model still runs one call
+    # at a time; the others wait for the engine, not for the user).
+    concurrency: int = 4
+    # On stop, how long a session in hand may take to finish; after that it is left
+    # (uncommitted, so pending) for the next worker and its lease is given up.
+    stop_grace: float = 3.0
 
 
 def parse_keys(spec: str) -> dict[str, str]:

@@ -227,6 +227,10 @@ def create_mcp_server(
     async def memory_history(memory_id: str, ctx: Context | None = None) -> HistoryOut:
         """How one memory changed over time (its add, updates and any deletion)."""
         caller = _tenant(ctx, tenant, keys)
+        try:
+            scope.check_id(memory_id, "memory_id")
+        except scope.ScopeError as exc:
+            raise ToolError(str(exc)) from exc
 
         def history() -> HistoryOut | None:
             entries = memory.history(memory_id)

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
+from deltamem.llm.factory import LLMConfig
 from deltamem.memory import Memory
 from deltamem.server.config import (
     DEFAULT_MAX_BODY_BYTES,
@@ -17,13 +18,15 @@ from deltamem.server.config import (
 )
 
 KeySpec = Mapping[str, str] | str | Path | None
+LLMSpec = LLMConfig | str | None
+SHUTDOWN_GRACE = 3  # seconds open requests get after SIGTERM
 
 
 def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     memory_path: str | Path | None = None,
-    llm_spec: str | None = None,
+    llm_spec: LLMSpec = None,
     keys: KeySpec = None,
     *,
     embedder_spec: str | None = None,
@@ -50,7 +53,14 @@ def serve(
         app = create_app(
             memory, resolved, max_body_bytes=max_body_bytes, worker_settings=worker_settings
         )
-        uvicorn.run(app, host=host, port=port, log_level=log_level.lower())
+        # a request still waiting on the LLM (an answer) must not hold a SIGTERM up
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level=log_level.lower(),
+            timeout_graceful_shutdown=SHUTDOWN_GRACE,
+        )
     finally:
         memory.close()
 
@@ -58,7 +68,7 @@ def serve(
 def serve_mcp(
     transport: Literal["stdio", "streamable-http", "http"] = "stdio",
     memory_path: str | Path | None = None,
-    llm_spec: str | None = None,
+    llm_spec: LLMSpec = None,
     *,
     host: str = "127.0.0.1",
     port: int = 8001,
@@ -103,7 +113,13 @@ def serve_mcp(
                 server.streamable_http_app(streamable_http_path=path, host=host), resolved
             )
             worker.start()
-            uvicorn.run(app, host=host, port=port, log_level=log_level.lower())
+            uvicorn.run(
+                app,
+                host=host,
+                port=port,
+                log_level=log_level.lower(),
+                timeout_graceful_shutdown=SHUTDOWN_GRACE,
+            )
     finally:
         worker.stop()
         memory.close()
@@ -111,15 +127,16 @@ def serve_mcp(
 
 def work(
     memory_path: str | Path | None = None,
-    llm_spec: str | None = None,
+    llm_spec: LLMSpec = None,
     *,
     embedder_spec: str | None = None,
     log_level: str = "info",
     worker_settings: WorkerSettings | None = None,
     once: bool = False,
 ) -> int:
-    """Run one more worker on a shared store until SIGINT / SIGTERM (then it finishes
-    the session in hand), or with `once` until nothing is pending. Workers in any
+    """Run one more worker on a shared store until SIGINT / SIGTERM (then it stops
+    within `stop_grace` seconds, leaving a session still in an LLM call pending for
+    the next worker), or with `once` until nothing is pending. Workers in any
     number of processes share the store's session log as their queue; user leases
     keep them from planning the same user at once. Returns the sessions handled."""
     import signal
@@ -139,7 +156,7 @@ def work(
         worker.start()
         logging.getLogger("deltamem.worker").info("worker %s started", worker.owner)
         stop.wait()
-        worker.stop(timeout=600.0)
+        worker.stop()
         return worker.stats.applied + worker.stats.failed
     finally:
         memory.close()

@@ -21,10 +21,11 @@ import base64
 import binascii
 import json
 import re
-import unicodedata
 
-TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
-MAX_ID_CHARS = 256
+from deltamem import ids
+
+TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")  # ids.MAX_TENANT_CHARS
+MAX_ID_CHARS = ids.MAX_ID_CHARS
 JOB_PREFIX = "job_"
 
 
@@ -41,19 +42,12 @@ def check_tenant(tenant: str) -> str:
 
 
 def check_id(value: str, what: str = "user_id") -> str:
-    """A caller-given id (user, agent, session): 1-256 characters of printable, valid
-    Unicode, not blank."""
-    if not isinstance(value, str) or not value.strip():
-        raise ScopeError(f"{what} must be a non-empty string")
-    if len(value) > MAX_ID_CHARS:
-        raise ScopeError(f"{what} is longer than {MAX_ID_CHARS} characters")
+    """A caller-given id (user, agent, session, memory), by the grammar of
+    `deltamem.ids`; ScopeError if it is outside it."""
     try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ScopeError(f"{what} is not valid Unicode (lone surrogate)") from exc
-    if any(unicodedata.category(c) in ("Cc", "Cs") for c in value):
-        raise ScopeError(f"{what} contains control characters")
-    return value
+        return ids.check_id(value, what)
+    except ids.InvalidId as exc:
+        raise ScopeError(str(exc)) from None
 
 
 def internal_user(tenant: str, user_id: str) -> str:

@@ -1,14 +1,16 @@
 """The background worker: applies the sessions waiting in the session log.
 
 The API only logs a session (durably, before answering 202); workers do the LLM
-work. A worker is one thread; `deltamem serve` runs one next to the API and
-`deltamem worker` runs more in other processes (or, with PostgreSQL, on other
+work. A worker is `concurrency` threads; `deltamem serve` runs one next to the API
+and `deltamem worker` runs more in other processes (or, with PostgreSQL, on other
 machines), all sharing the log as their queue. Each worker
 
 * goes through the users with pending sessions and, holding the user's lease
   (`deltamem.server.lease`), processes that user's oldest pending session; the
-  lease keeps the other workers off the user meanwhile, so a user's sessions apply
-  in the order they arrived and no LLM work is spent twice;
+  lease keeps the other workers (and this worker's other threads) off the user
+  meanwhile, so a user's sessions apply in the order they arrived and no LLM work
+  is spent twice, while different users are processed at once: one user's hung
+  model holds back only that user;
 * is at-least-once with idempotent application: a session is planned, then
   applied in one transaction that also marks it applied, so a crash before the
   commit leaves it pending and it is planned again, and a session already applied
@@ -20,7 +22,9 @@ machines), all sharing the log as their queue. Each worker
   sessions;
 * is restart-safe: the queue *is* the log, so on start it resumes whatever is
   pending (and failed sessions that still had tries left), and a job's status is
-  read back from the log (pending / applied / failed, error, operations).
+  read back from the log (pending / applied / failed, error, operations);
+* stops within `stop_grace` seconds: a session still in an LLM call then is left
+  uncommitted, pending, for the next worker, and its lease is given up.
 """
 
 from __future__ import annotations
@@ -63,50 +67,77 @@ class Worker:
         self.memory = memory
         self.settings = settings or WorkerSettings()
         self.stats = WorkerStats()
-        # held while one session is planned and applied, or while a user's bank is
-        # reset for replay: the two never interleave
-        self._lock = threading.RLock()
+        # per user: held while one of their sessions is planned and applied, or while
+        # their bank is reset for replay, so the two never interleave in this process
+        self._user_locks: dict[str, threading.RLock] = {}
         self._llm_lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._state = threading.Condition()
-        self._busy = False
-        self._current: SessionKey | None = None
+        self._state = threading.Condition()  # guards the fields below and `stats`
+        self._busy = 0  # threads inside run_once
+        self._in_hand: set[SessionKey] = set()
+        self._leases: set[UserLease] = set()  # held by this worker's threads now
         self.owner = new_owner()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
 
     # --- lifecycle -----------------------------------------------------------------
     def start(self) -> None:
-        if self._thread is not None and self._thread.is_alive():
+        if self.running:
             return
         self._stop.clear()
         self.stats.started_at = time.time()
-        self._thread = threading.Thread(target=self._run, name="deltamem-worker", daemon=True)
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=self._run, args=(n,), name=f"deltamem-worker-{n}", daemon=True)
+            for n in range(max(1, self.settings.concurrency))
+        ]
+        for t in self._threads:
+            t.start()
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Stop after the session in hand (a session cut short stays pending)."""
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop within `timeout` seconds (default: `stop_grace`). Sessions in hand
+        that finish by then are applied; one still in an LLM call is abandoned: its
+        thread (a daemon) is left to end with the process, nothing of it has been
+        committed so it stays pending, and its lease is released so that the next
+        worker can take the user at once. Should the abandoned call still end while
+        the process lives, its session is put back as pending, not failed."""
         self._stop.set()
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
+        grace = self.settings.stop_grace if timeout is None else timeout
+        deadline = time.monotonic() + grace
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        stuck = [t.name for t in self._threads if t.is_alive()]
+        self._threads = []
+        if not stuck:
+            return
+        with self._state:
+            held, in_hand = list(self._leases), sorted(k[1] for k in self._in_hand)
+        log.warning(
+            "stopped with %d session(s) still in hand after %.1fs (%s): left pending",
+            len(stuck),
+            grace,
+            ", ".join(repr(k) for k in in_hand),
+        )
+        for lease in held:
+            lease.release()
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return any(t.is_alive() for t in self._threads)
 
     def wake(self) -> None:
         self._wake.set()
 
-    def _run(self) -> None:
-        log.info("worker %s started", self.owner)
+    def _run(self, n: int = 0) -> None:
+        if n == 0:
+            log.info("worker %s started (%d threads)", self.owner, len(self._threads))
         self._lower_priority()
-        try:
-            free_dead_local_leases(self.memory.store)
-            self._resume_interrupted()
-        except Exception:
-            log.exception("cannot read the failed sessions of the log")
+        if n == 0:
+            try:
+                free_dead_local_leases(self.memory.store)
+                self._resume_interrupted()
+            except Exception:
+                log.exception("cannot read the failed sessions of the log")
         while not self._stop.is_set():
             self._wake.clear()
             try:
@@ -115,7 +146,8 @@ class Worker:
                 log.exception("worker loop error")
                 self._stop.wait(self.settings.poll_interval)
             self._wake.wait(self.settings.poll_interval)
-        log.info("worker stopped")
+        if n == 0:
+            log.info("worker stopped")
 
     def _lower_priority(self) -> None:
         """Run this thread (and the LLM threads it starts, which inherit it) at a
@@ -152,15 +184,17 @@ class Worker:
         self.wake()
         return queued
 
-    def current(self) -> SessionKey | None:
-        return self._current
+    def in_hand(self) -> set[SessionKey]:
+        """The sessions this worker's threads are processing now."""
+        with self._state:
+            return set(self._in_hand)
 
     def job_state(self, key: SessionKey) -> str | None:
         """ "running" while this worker has the session in hand (between tries
         included), else None. Read this before the session's record: a job leaves
         this state only after its outcome is in the log."""
         with self._state:
-            return "running" if self._current == key else None
+            return "running" if key in self._in_hand else None
 
     def job(self, key: SessionKey) -> JobOut | None:
         """A job as the log and the worker see it now (blocking: call it in a thread)."""
@@ -188,9 +222,32 @@ class Worker:
             retry_queued=queued,
         )
 
-    def _set_current(self, key: SessionKey | None) -> None:
+    @contextmanager
+    def _holding(self, key: SessionKey) -> Iterator[None]:
+        """Mark the session as in hand ("running") for the duration."""
         with self._state:
-            self._current = key
+            self._in_hand.add(key)
+        try:
+            yield
+        finally:
+            with self._state:
+                self._in_hand.discard(key)
+
+    def _user_lock(self, user_id: str) -> threading.RLock:
+        with self._state:
+            return self._user_locks.setdefault(user_id, threading.RLock())
+
+    @contextmanager
+    def _held(self, lease: UserLease) -> Iterator[UserLease]:
+        """Hold an acquired lease until the block ends (or `stop` gives it up)."""
+        with self._state:
+            self._leases.add(lease)
+        try:
+            with lease:
+                yield lease
+        finally:
+            with self._state:
+                self._leases.discard(lease)
 
     def run_once(self) -> int:
         """Process what is waiting now, user by user in order of their oldest pending
@@ -198,7 +255,7 @@ class Worker:
         were handled."""
         done = 0
         with self._state:
-            self._busy = True
+            self._busy += 1
         try:
             free_dead_local_leases(self.memory.store)  # e.g. left by a kill -9
             pending = self.memory.store.list_sessions(status="pending")
@@ -208,7 +265,7 @@ class Worker:
                 done += self._drain(user)
         finally:
             with self._state:
-                self._busy = False
+                self._busy -= 1
                 self._state.notify_all()
         return done
 
@@ -220,8 +277,8 @@ class Worker:
         while not self._stop.is_set():
             lease = self._lease(user)
             if not lease.try_acquire():
-                break  # another worker is on this user
-            with lease:
+                break  # another worker (or another of our threads) is on this user
+            with self._held(lease):
                 pending = self.memory.store.list_sessions(user, status="pending")
                 if not pending or key_of(pending[0]) in tried:
                     break  # done, or it stayed pending (stopped mid-backoff)
@@ -233,20 +290,17 @@ class Worker:
 
     def _handle(self, key: SessionKey) -> AddResult | None:
         """Process one session with retries; park it as failed if every try fails."""
-        self._set_current(key)  # "running" for its whole turn, backoff included
-        try:
+        with self._holding(key):  # "running" for its whole turn, backoff included
             return self._attempts(key)
-        finally:
-            self._set_current(None)
 
     def _attempts(self, key: SessionKey) -> AddResult | None:
         user, session, agent = key
         s = self.settings
         for attempt in range(max(1, s.max_attempts)):
-            self.stats.attempts += 1
+            self._count(attempts=1)
             try:
                 self.ensure_llm()
-                with self._lock:
+                with self._user_lock(user):
                     result = self.memory.retry(session, user_id=user, agent_id=agent)
             except KeyError:  # gone from the log (the user was reset): nothing to do
                 return None
@@ -256,6 +310,8 @@ class Worker:
                     # another worker applied it between our read and our commit; the
                     # store refused the second apply, so this is success, not a failure
                     return done
+                if self._stop.is_set():
+                    return self._left_for_next(key, exc)
                 error = (
                     str(exc) if isinstance(exc, SessionFailed) else (f"{type(exc).__name__}: {exc}")
                 )
@@ -263,7 +319,7 @@ class Worker:
                     # Memory marks LLM failures itself; anything else we mark here
                     log.exception("session %r of %r failed", session, user)
                     self.memory.store.mark_failed(user, session, agent, error)
-                self.stats.last_error = error
+                self._count(last_error=error)
                 last = attempt + 1 >= s.max_attempts
                 log.warning(
                     "session %r of %r failed (try %d of %d)%s: %s",
@@ -275,12 +331,32 @@ class Worker:
                     error,
                 )
                 if last or self._stop.wait(s.backoff * 2**attempt):
-                    self.stats.failed += 1
+                    self._count(failed=1)
                     return None
                 continue
             if not result.already_applied:
-                self.stats.applied += 1
+                self._count(applied=1)
             return result
+        return None
+
+    def _count(
+        self, applied: int = 0, failed: int = 0, attempts: int = 0, last_error: str | None = None
+    ) -> None:
+        with self._state:
+            self.stats.applied += applied
+            self.stats.failed += failed
+            self.stats.attempts += attempts
+            if last_error is not None:
+                self.stats.last_error = last_error
+
+    def _left_for_next(self, key: SessionKey, exc: Exception) -> None:
+        """An attempt that ended after `stop` (abandoned mid-call): not the session's
+        fault, so it goes back to pending for the next worker, tries intact."""
+        log.info("session %r of %r cut short by the stop (%s): left pending", key[1], key[0], exc)
+        try:
+            self.memory.store.requeue_session(*key)
+        except Exception:  # the store is closing with the process: it is pending or failed
+            log.info("could not put session %r back as pending", key[1], exc_info=True)
         return None
 
     def _applied_meanwhile(self, key: SessionKey) -> AddResult | None:
@@ -312,7 +388,7 @@ class Worker:
         lease = self._lease(user_id)
         if not lease.acquire(self.settings.lease_wait):
             raise LeaseBusy(f"user {user_id!r} is being processed by another worker; try again")
-        with lease, self._lock:
+        with self._held(lease), self._user_lock(user_id):
             yield
 
     def process_now(self, rec: SessionRecord) -> AddResult:
@@ -325,20 +401,14 @@ class Worker:
         while True:
             lease = self._lease(rec.user_id)
             if lease.try_acquire():
-                with lease:
-                    self._set_current(key)
-                    try:
-                        for earlier in self.memory.store.list_sessions(
-                            rec.user_id, status="pending"
-                        ):
-                            if earlier.seq < rec.seq:
-                                self._attempts(key_of(earlier))
-                        with self._lock:
-                            return self.memory.retry(
-                                rec.session_id, user_id=rec.user_id, agent_id=rec.agent_id
-                            )
-                    finally:
-                        self._set_current(None)
+                with self._held(lease), self._holding(key):
+                    for earlier in self.memory.store.list_sessions(rec.user_id, status="pending"):
+                        if earlier.seq < rec.seq:
+                            self._attempts(key_of(earlier))
+                    with self._user_lock(rec.user_id):
+                        return self.memory.retry(
+                            rec.session_id, user_id=rec.user_id, agent_id=rec.agent_id
+                        )
             done = self._applied_meanwhile(key)
             if done is not None:
                 return done
@@ -368,7 +438,9 @@ class Worker:
     def describe(self) -> dict[str, object]:
         return {
             "running": self.running,
-            "busy": self._busy,
+            "busy": self._busy > 0,
+            "in_hand": len(self.in_hand()),
+            "concurrency": max(1, self.settings.concurrency),
             "applied": self.stats.applied,
             "failed": self.stats.failed,
             "owner": self.owner,

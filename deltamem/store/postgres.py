@@ -77,6 +77,19 @@ def _fts_text(w: PlannedWrite) -> str:
     return fold(" ".join([w.content, *w.keywords]))
 
 
+def _holds_nul(params: Sequence[Any]) -> bool:
+    """Whether a text parameter (or one in a list) holds a NUL. PostgreSQL text cannot
+    store one (psycopg refuses to send it: DataError), so no stored value equals such
+    a parameter: a lookup by it finds nothing, as it does on SQLite, instead of
+    failing. Ids cannot hold one (deltamem/ids.py); this covers library callers."""
+    for p in params:
+        if isinstance(p, str) and "\x00" in p:
+            return True
+        if isinstance(p, (list, tuple)) and any(isinstance(q, str) and "\x00" in q for q in p):
+            return True
+    return False
+
+
 class PostgresStore(PostgresEpisodes, Store):
     def __init__(self, dsn: str, dim: int = 384, embedder_name: str = "") -> None:
         self.dsn = dsn
@@ -116,6 +129,8 @@ class PostgresStore(PostgresEpisodes, Store):
     def _read(self, sql: str, params: Sequence[Any] | None = None) -> list[Row]:
         """One statement outside any transaction; retried once on a fresh connection
         if the old one was dropped (a read is safe to repeat)."""
+        if params is not None and _holds_nul(params):
+            return []  # see _holds_nul: no stored row can match
         with self._lock:
             conn = self._conn()
             try:
@@ -440,6 +455,8 @@ class PostgresStore(PostgresEpisodes, Store):
         )
 
     def delete(self, memory_id: str, actor: str = "api") -> bool:
+        if _holds_nul([memory_id]):
+            return False
         with self._tx() as cur:
             row = cur.execute(
                 "DELETE FROM memories WHERE id=%s RETURNING user_id, content", (memory_id,)
@@ -460,6 +477,8 @@ class PostgresStore(PostgresEpisodes, Store):
             return True
 
     def reset(self, user_id: str, agent_id: str | None = None, keep_log: bool = False) -> int:
+        if _holds_nul([user_id, agent_id]):
+            return 0
         scope, params = "user_id=%s", [user_id]
         if agent_id is not None:
             scope += " AND agent_id=%s"
