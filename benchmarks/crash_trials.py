@@ -235,7 +235,8 @@ class Server:
         """`options`: more global options (before `serve`), e.g. --llm-timeout."""
         self.port = free_port()
         self.log = log.open("ab")
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        # the scripted model answers with whole operation lists: the "session" strategy
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "DELTAMEM_MANAGER": "session"}
         env.pop("DELTAMEM_API_KEYS", None)
         env.pop("DELTAMEM_API_KEYS_FILE", None)
         cmd = [sys.executable, "-m", "deltamem", "--db", str(db), "--llm", llm, *options, "serve"]

@@ -145,7 +145,7 @@ class Memory:
         if store is None:
             store = open_store(path, self.embedder)
         self.store = store
-        self.config = config or ManagerConfig()
+        self.config = config or ManagerConfig.from_env()
         self._llm_spec = llm
         self._llm: LLM | None = llm if isinstance(llm, LLM) else None
         self._llm_lock = threading.Lock()

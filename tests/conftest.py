@@ -97,3 +97,10 @@ def session_strategy(monkeypatch: pytest.MonkeyPatch) -> None:
         "deltamem",
         lambda llm, emb, work: DeltamemSystem(llm, emb, work / "deltamem.db", config=SESSION),
     )
+
+
+@pytest.fixture
+def session_manager_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """$DELTAMEM_MANAGER=session, for tests whose fake model (in process or behind an
+    OpenAI-compatible server the CLI or service calls) answers with operation lists."""
+    monkeypatch.setenv("DELTAMEM_MANAGER", "session")

@@ -20,6 +20,9 @@ from deltamem.cli.main import app
 from deltamem.cli.sessions_file import SessionFileError, read_sessions
 from deltamem.memory import Memory
 
+# the fake model answers with whole operation lists (the "session" strategy)
+pytestmark = pytest.mark.usefixtures("session_manager_env")
+
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
 

@@ -29,6 +29,9 @@ from deltamem.server.config import WorkerSettings
 from deltamem.server.scope import internal_user
 from deltamem.store.sqlite import SQLiteStore
 
+# the fake model answers with whole operation lists (the "session" strategy)
+pytestmark = pytest.mark.usefixtures("session_manager_env")
+
 KEYS = {"key-of-tenant-a-0123456789": "a", "key-of-tenant-b-0123456789": "b"}
 HA = {"Authorization": "Bearer key-of-tenant-a-0123456789"}
 HB = {"Authorization": "Bearer key-of-tenant-b-0123456789"}

@@ -31,6 +31,9 @@ from deltamem.server.config import WorkerSettings
 from deltamem.server.scope import internal_user
 from deltamem.store.base import PlannedWrite, Store
 
+# the fake model answers with whole operation lists (the "session" strategy)
+pytestmark = pytest.mark.usefixtures("session_manager_env")
+
 KEY = "key-of-tenant-t-0123456789"
 H = {"Authorization": f"Bearer {KEY}"}
 SETTINGS = WorkerSettings(poll_interval=0.05, max_attempts=1, backoff=0.0)

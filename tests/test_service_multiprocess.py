@@ -27,6 +27,9 @@ import httpx
 import pytest
 from pg import pg_server_fixture
 
+# the fake model answers with whole operation lists (the "session" strategy)
+pytestmark = pytest.mark.usefixtures("session_manager_env")
+
 WRITERS = 4
 PER_WRITER = 6
 

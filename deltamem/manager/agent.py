@@ -24,6 +24,7 @@ cache serves them from the second session on.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -70,6 +71,17 @@ class ManagerConfig:
     # memories back; the cut keeps its finished operations (llm/jsonrepair.py).
     output_tokens: int = 600
 
+    @classmethod
+    def from_env(cls) -> ManagerConfig:
+        """Defaults, with the strategy from $DELTAMEM_MANAGER ("turns" or "session")
+        when set: the service and the CLI take it from there."""
+        strategy = os.environ.get("DELTAMEM_MANAGER", "").strip().lower() or "turns"
+        if strategy not in ("turns", "session"):
+            raise ValueError(
+                f"DELTAMEM_MANAGER={strategy!r}: the manager strategy is 'turns' or 'session'"
+            )
+        return cls(strategy=strategy)  # type: ignore[arg-type]
+
 
 @dataclass
 class Plan:
@@ -90,7 +102,7 @@ class Manager:
         self.embedder = embedder
         self.store = store
         self.searcher = HybridSearcher(store, embedder)
-        self.config = config or ManagerConfig()
+        self.config = config or ManagerConfig.from_env()
         self._system = template("manager_system.txt").substitute()
         # a worked example as a prior exchange: small models follow a shown answer far
         # better than a described one, and being static it stays in the KV cache
