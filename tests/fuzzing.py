@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from fakes import ScriptedLLM
+from fakes import SESSION, ScriptedLLM
 from fastapi import FastAPI
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
@@ -48,7 +48,10 @@ class Fuzzed:
     def __init__(self, store: Store, embedder: Embedder, where: Path | str) -> None:
         self.where = where
         self.memory = Memory(
-            llm=ScriptedLLM(default={"operations": []}), embedder=embedder, store=store
+            llm=ScriptedLLM(default={"operations": []}),
+            embedder=embedder,
+            store=store,
+            config=SESSION,  # the scripted reply is an operation list
         )
         self.app: FastAPI = create_app(
             self.memory, {KEY: "f"}, start_worker=False, max_body_bytes=MAX_BODY

@@ -197,3 +197,19 @@ def test_a_store_from_before_the_tier_is_indexed_once_on_open(
             assert m.store.count_episodes("a") == 1 and m.store.count_episodes("b") == 1
             hits = m.search("bees", user_id="a")
             assert [h.memory.content for h in hits] == ["I keep bees in Ghent."]
+
+
+def test_a_turn_repeated_word_for_word_is_shown_once(mem: Memory, llm: ScriptedLLM) -> None:
+    llm.push(ops())
+    said = "I started learning the cello on Tuesdays."
+    mem.add(
+        [
+            {"role": "user", "content": said},
+            {"role": "assistant", "content": "Nice."},
+            {"role": "user", "content": said},
+        ],
+        user_id="alice",
+        session_id="s1",
+    )
+    hits = mem.search("cello", user_id="alice", tiers="episodes", limit=5)
+    assert [h.memory.content for h in hits].count(said) == 1

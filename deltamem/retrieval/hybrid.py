@@ -95,16 +95,22 @@ class HybridSearcher:
             rankings += self.rank_episodes(
                 query, vector, user_id, agent_id=agent_id, filters=filters
             )
-        fused = rrf(rankings)[:limit]
+        # deeper than `limit`: turns repeated word for word are shown once
+        fused = rrf(rankings)[: limit * 2]
         scores = dict(fused)
         ids = [i for i, _ in fused]
         episode_ids = [i for i in ids if is_episode_id(i)]
         facts = {m.id: m for m in self.store.get_many([i for i in ids if not is_episode_id(i)])}
         episodes = {e.id: e for e in self.store.get_episodes(episode_ids)}
-        hits = []
+        hits: list[SearchHit] = []
+        said: set[tuple[str, str]] = set()
         for i in ids:
             if i in facts:
                 hits.append(SearchHit(memory=facts[i], score=scores[i]))
             elif i in episodes:
-                hits.append(SearchHit.of_episode(episodes[i], scores[i]))
-        return hits
+                ep = episodes[i]
+                if (ep.speaker, ep.content) in said:  # dialogues repeat turns verbatim
+                    continue
+                said.add((ep.speaker, ep.content))
+                hits.append(SearchHit.of_episode(ep, scores[i]))
+        return hits[:limit]
