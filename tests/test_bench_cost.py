@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import ScriptedLLM, add, ops
+from fakes import SESSION, ScriptedLLM, add, ops
 
 from deltamem.bench.metrics.cost import cost_metrics
 from deltamem.bench.systems.deltamem_system import DeltamemSystem
@@ -40,7 +40,7 @@ def test_deltamem_cost_comes_from_add_result(tmp_path: Path, embedder: Embedder)
             ops(),
         ]
     )
-    system = DeltamemSystem(llm, embedder, tmp_path / "dm.db")
+    system = DeltamemSystem(llm, embedder, tmp_path / "dm.db", config=SESSION)
     s1 = session("I am a nurse in Leeds and I have a cat.")
     system.add_session("ana", "s1", s1, T)
     c = system.cost
