@@ -83,9 +83,9 @@ def test_deltamem_adapter_accounts_llm_use(tmp_path: Path, embedder: Embedder) -
         assert s.get_session_memories("u", "a") == ["The user works as a nurse in Leeds."]
         assert s.cost.llm_calls >= 1 and s.cost.prompt_tokens > 0
         found = s.search_retrieved("u", "Where does the user work as a nurse?", 5)
-        assert found[0].text == "The user works as a nurse in Leeds."
-        assert found[0].kind == "fact"
-        assert found[0].session_id == "a" and found[0].timestamp is not None
+        [fact] = [r for r in found if r.kind == "fact"]
+        assert fact.text == "The user works as a nurse in Leeds."
+        assert fact.session_id == "a" and fact.timestamp is not None
         # the product searches the session's raw turns too; deltamem-facts does not
         assert {r.text for r in found if r.kind == "episode"} == {
             "user: I work as a nurse in Leeds.",

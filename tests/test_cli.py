@@ -20,9 +20,6 @@ from deltamem.cli.main import app
 from deltamem.cli.sessions_file import SessionFileError, read_sessions
 from deltamem.memory import Memory
 
-# the fake model answers with whole operation lists (the "session" strategy)
-pytestmark = pytest.mark.usefixtures("session_manager_env")
-
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
 
@@ -83,6 +80,9 @@ def one_thread() -> Iterator[None]:
     each other can slow decoding a hundredfold."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("DELTAMEM_THREADS", "1")
+        # the 135M model (and the fake servers here) answer with operation lists; its
+        # per-turn facts are refused as ungrounded, so the bank would stay empty
+        mp.setenv("DELTAMEM_MANAGER", "session")
         yield
 
 
