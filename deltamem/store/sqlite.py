@@ -33,7 +33,7 @@ from deltamem.store.base import (
     UnknownMemory,
 )
 from deltamem.store.sqlite_episodes import SQLiteEpisodes
-from deltamem.store.sqlite_sql import filter_sql, fts_query, rankable
+from deltamem.store.sqlite_sql import bm25_search, count_rows, filter_sql
 from deltamem.store.vectors import Bank, VectorCache
 from deltamem.types import (
     HistoryEntry,
@@ -587,24 +587,10 @@ class SQLiteStore(SQLiteEpisodes, Store):
         agent_id: str | None = None,
         filters: SearchFilters | None = None,
     ) -> list[tuple[str, float]]:
-        terms = rankable(self._read, terms, "memories_fts_vocab")
-        if not terms:
-            return []
-        extra, params = filter_sql(agent_id, filters, prefix="m.")
-        rows = self._read(
-            f"""SELECT m.id AS id, bm25(memories_fts) AS rank FROM memories_fts
-                JOIN memories m ON m.rowid = memories_fts.rowid
-                WHERE memories_fts MATCH ? AND m.user_id = ?{extra}
-                ORDER BY rank LIMIT ?""",
-            [fts_query(terms), user_id, *params, int(k)],
-        )
-        return [(r["id"], -float(r["rank"])) for r in rows]
+        return bm25_search(self._read, "memories", user_id, terms, k, agent_id, filters)
 
     def count(self, user_id: str, agent_id: str | None = None) -> int:
-        extra, params = filter_sql(agent_id, None)
-        return self._read(
-            f"SELECT count(*) FROM memories WHERE user_id=?{extra}", [user_id, *params]
-        )[0][0]
+        return count_rows(self._read, "memories", user_id, agent_id)
 
     # --- call log ----------------------------------------------------------------
     def log_call(self, rec: CallRecord) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from deltamem.store.base import PlannedEpisode, StoreError
-from deltamem.store.sqlite_sql import filter_sql, fts_query, rankable
+from deltamem.store.sqlite_sql import bm25_search, count_rows
 from deltamem.store.vectors import Bank, VectorCache
 from deltamem.types import Episode, SearchFilters, SessionRecord
 
@@ -147,21 +147,7 @@ class SQLiteEpisodes:
     ) -> list[tuple[str, float]]:
         if filters is not None and filters.memory_type is not None:
             return []
-        terms = rankable(self._read, terms, "episodes_fts_vocab")
-        if not terms:
-            return []
-        extra, params = filter_sql(agent_id, filters, prefix="e.")
-        rows = self._read(
-            f"""SELECT e.id AS id, bm25(episodes_fts) AS rank FROM episodes_fts
-                JOIN episodes e ON e.rowid = episodes_fts.rowid
-                WHERE episodes_fts MATCH ? AND e.user_id = ?{extra}
-                ORDER BY rank LIMIT ?""",
-            [fts_query(terms), user_id, *params, int(k)],
-        )
-        return [(r["id"], -float(r["rank"])) for r in rows]
+        return bm25_search(self._read, "episodes", user_id, terms, k, agent_id, filters)
 
     def count_episodes(self, user_id: str, agent_id: str | None = None) -> int:
-        extra, params = filter_sql(agent_id, None)
-        return self._read(
-            f"SELECT count(*) FROM episodes WHERE user_id=?{extra}", [user_id, *params]
-        )[0][0]
+        return count_rows(self._read, "episodes", user_id, agent_id)

@@ -55,3 +55,37 @@ def rankable(
         for r in read(f"SELECT term, doc FROM {vocab} WHERE term IN ({marks})", distinct)
     }
     return [t for t in terms if df.get(stems[t], 0) <= COMMON_TERM_DOCS]
+
+
+def bm25_search(
+    read: Callable[..., list[sqlite3.Row]],
+    table: str,
+    user_id: str,
+    terms: list[str],
+    k: int,
+    agent_id: str | None,
+    filters: SearchFilters | None,
+) -> list[tuple[str, float]]:
+    """(id, relevance) of a user's rows of `table` (memories or episodes) by BM25 over
+    its FTS5 twin `{table}_fts`, best first; any term may match."""
+    terms = rankable(read, terms, f"{table}_fts_vocab")
+    if not terms:
+        return []
+    extra, params = filter_sql(agent_id, filters, prefix="t.")
+    rows = read(
+        f"""SELECT t.id AS id, bm25({table}_fts) AS rank FROM {table}_fts
+            JOIN {table} t ON t.rowid = {table}_fts.rowid
+            WHERE {table}_fts MATCH ? AND t.user_id = ?{extra}
+            ORDER BY rank LIMIT ?""",
+        [fts_query(terms), user_id, *params, int(k)],
+    )
+    return [(r["id"], -float(r["rank"])) for r in rows]
+
+
+def count_rows(
+    read: Callable[..., list[sqlite3.Row]], table: str, user_id: str, agent_id: str | None
+) -> int:
+    extra, params = filter_sql(agent_id, None)
+    return int(
+        read(f"SELECT count(*) FROM {table} WHERE user_id=?{extra}", [user_id, *params])[0][0]
+    )
