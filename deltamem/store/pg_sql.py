@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -47,3 +48,45 @@ def filter_sql(agent_id: str | None, filters: SearchFilters | None) -> tuple[str
             parts.append("session_id = %s")
             params.append(filters.session_id)
     return "".join(" AND " + p for p in parts), params
+
+
+def knn(
+    read: Callable[..., list[dict[str, Any]]],
+    table: str,
+    user_id: str,
+    vector: np.ndarray,
+    k: int,
+    where: tuple[str, list[Any]],
+) -> list[tuple[str, float]]:
+    """(id, cosine similarity) of a user's rows of `table` (memories or episodes),
+    best first: exact KNN over the scope's rows (btree on user_id), not an
+    approximate index, which filters after the search and loses per-user recall."""
+    extra, params = where
+    rows = read(
+        f"""SELECT id, embedding <=> %s::vector AS distance FROM {table}
+            WHERE user_id=%s{extra} ORDER BY distance, seq LIMIT %s""",
+        [vector_literal(vector), user_id, *params, int(k)],
+    )
+    return [(r["id"], 1.0 - float(r["distance"])) for r in rows]
+
+
+def text_rank(
+    read: Callable[..., list[dict[str, Any]]],
+    table: str,
+    user_id: str,
+    terms: list[str],
+    limit: int | None,
+    where: tuple[str, list[Any]],
+) -> list[tuple[str, float]]:
+    """(id, relevance) of a user's rows of `table` matching any term, best first.
+    ts_rank_cd is cover density, not BM25; normalisation 1 (by log of the length)
+    favours short rows as BM25 does."""
+    extra, params = where
+    rows = read(
+        f"""SELECT id, ts_rank_cd(tsv, q.query, 1) AS rank
+            FROM {table}, (SELECT {tsquery_sql(len(terms))} AS query) q
+            WHERE tsv @@ q.query AND user_id=%s{extra}
+            ORDER BY rank DESC, seq LIMIT %s""",
+        [*map(fold, terms), user_id, *params, limit],
+    )
+    return [(r["id"], float(r["rank"])) for r in rows]

@@ -40,7 +40,7 @@ from deltamem.store.base import (
     StoreError,
     UnknownMemory,
 )
-from deltamem.store.pg_sql import filter_sql, fold, tsquery_sql, vector_literal
+from deltamem.store.pg_sql import filter_sql, fold, knn, text_rank, vector_literal
 from deltamem.store.postgres_episodes import PostgresEpisodes
 from deltamem.types import (
     HistoryEntry,
@@ -577,14 +577,7 @@ class PostgresStore(PostgresEpisodes, Store):
     ) -> list[tuple[str, float]]:
         if k <= 0:
             return []
-        extra, params = filter_sql(agent_id, filters)
-        # Exact KNN over the scope's rows (btree on user_id), not an approximate index.
-        rows = self._read(
-            f"""SELECT id, embedding <=> %s::vector AS distance FROM memories
-                WHERE user_id=%s{extra} ORDER BY distance, seq LIMIT %s""",
-            [vector_literal(vector), user_id, *params, int(k)],
-        )
-        return [(r["id"], 1.0 - float(r["distance"])) for r in rows]
+        return knn(self._read, "memories", user_id, vector, k, filter_sql(agent_id, filters))
 
     def keyword_search(
         self,
@@ -596,17 +589,8 @@ class PostgresStore(PostgresEpisodes, Store):
     ) -> list[tuple[str, float]]:
         if not terms:
             return []
-        extra, params = filter_sql(agent_id, filters)
-        # ts_rank_cd is cover density, not BM25; normalisation 1 (by log of the length)
-        # favours short memories as BM25 does.
-        rows = self._read(
-            f"""SELECT id, ts_rank_cd(tsv, q.query, 1) AS rank
-                FROM memories, (SELECT {tsquery_sql(len(terms))} AS query) q
-                WHERE tsv @@ q.query AND user_id=%s{extra}
-                ORDER BY rank DESC, seq LIMIT %s""",
-            [*map(fold, terms), user_id, *params, self._limit(k)],
-        )
-        return [(r["id"], float(r["rank"])) for r in rows]
+        where = filter_sql(agent_id, filters)
+        return text_rank(self._read, "memories", user_id, terms, self._limit(k), where)
 
     def count(self, user_id: str, agent_id: str | None = None) -> int:
         extra, params = filter_sql(agent_id, None)

@@ -14,7 +14,7 @@ import numpy as np
 import psycopg
 
 from deltamem.store.base import PlannedEpisode, StoreError
-from deltamem.store.pg_sql import filter_sql, fold, tsquery_sql, vector_literal
+from deltamem.store.pg_sql import filter_sql, fold, knn, text_rank, vector_literal
 from deltamem.types import Episode, SearchFilters, SessionRecord
 
 Row = dict[str, Any]
@@ -124,13 +124,7 @@ class PostgresEpisodes:
         where = episode_filter_sql(agent_id, filters)
         if k <= 0 or where is None:
             return []
-        extra, params = where
-        rows = self._read(
-            f"""SELECT id, embedding <=> %s::vector AS distance FROM episodes
-                WHERE user_id=%s{extra} ORDER BY distance, seq LIMIT %s""",
-            [vector_literal(vector), user_id, *params, int(k)],
-        )
-        return [(r["id"], 1.0 - float(r["distance"])) for r in rows]
+        return knn(self._read, "episodes", user_id, vector, k, where)
 
     def episode_keyword_search(
         self,
@@ -143,15 +137,7 @@ class PostgresEpisodes:
         where = episode_filter_sql(agent_id, filters)
         if not terms or k <= 0 or where is None:
             return []
-        extra, params = where
-        rows = self._read(
-            f"""SELECT id, ts_rank_cd(tsv, q.query, 1) AS rank
-                FROM episodes, (SELECT {tsquery_sql(len(terms))} AS query) q
-                WHERE tsv @@ q.query AND user_id=%s{extra}
-                ORDER BY rank DESC, seq LIMIT %s""",
-            [*map(fold, terms), user_id, *params, int(k)],
-        )
-        return [(r["id"], float(r["rank"])) for r in rows]
+        return text_rank(self._read, "episodes", user_id, terms, int(k), where)
 
     def count_episodes(self, user_id: str, agent_id: str | None = None) -> int:
         where: Sequence[Any] = [user_id]
