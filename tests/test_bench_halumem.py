@@ -195,3 +195,18 @@ def test_resume_with_more_sessions_continues_the_user(tmp_path: Path, embedder: 
     # the resumed system was rebuilt from earlier sessions: session 0's turns are visible
     q = next(r for r in recs if r["kind"] == "question" and r["session"] == 2)
     assert any("Pixel" in t for t in q["retrieved"])
+
+
+def test_facts_system_reads_the_bank_deltamem_filled(tmp_path: Path, embedder: Embedder) -> None:
+    out = tmp_path / "run"
+    llm = make_llm()
+    run = HaluMemRun(data=FIX, out=out, systems=["deltamem", "deltamem-facts"], answer=False)
+    run_halumem(run, llm=llm, embedder=embedder)
+    sess = [r for r in records(out) if r["kind"] == "session" and not r["filler"]]
+    by = {s: [r for r in sess if r["system"] == s] for s in ("deltamem", "deltamem-facts")}
+    assert len(by["deltamem"]) == len(by["deltamem-facts"]) > 0
+    # same writes, paid once: the facts system replayed every session from the log
+    assert [r["memories"] for r in by["deltamem"]] == [r["memories"] for r in by["deltamem-facts"]]
+    assert any(r["memories"] for r in by["deltamem"])
+    assert all(r["cost"]["llm_calls"] == 0 for r in by["deltamem-facts"])
+    assert any(r["cost"]["llm_calls"] > 0 for r in by["deltamem"])

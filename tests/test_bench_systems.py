@@ -77,7 +77,7 @@ def test_names_are_carried_into_turn_text() -> None:
 
 def test_deltamem_adapter_accounts_llm_use(tmp_path: Path, embedder: Embedder) -> None:
     llm = ScriptedLLM(default={"facts": ["The user works as a nurse in Leeds."]})
-    s = make_system("deltamem", llm, embedder, tmp_path / "w")
+    s = make_system("deltamem", llm, embedder, tmp_path / "deltamem")
     try:
         s.add_session("u", "a", S1, T)
         assert s.get_session_memories("u", "a") == ["The user works as a nurse in Leeds."]
@@ -91,9 +91,10 @@ def test_deltamem_adapter_accounts_llm_use(tmp_path: Path, embedder: Embedder) -
             "user: I work as a nurse in Leeds.",
             "assistant: Nice.",
         }
-        facts_only = make_system("deltamem-facts", llm, embedder, tmp_path / "w")
+        # deltamem-facts reads the same bank (it lies beside its own work dir)
+        facts_only = make_system("deltamem-facts", llm, embedder, tmp_path / "deltamem-facts")
         try:
-            assert facts_only.name == "deltamem-facts"
+            assert facts_only.name == "deltamem-facts" and facts_only.bank_of == "deltamem"
             got = facts_only.search_retrieved("u", "Where does the user work?", 5)
             assert [r.kind for r in got] == ["fact"]
         finally:

@@ -42,7 +42,7 @@ from deltamem.bench.metrics.locomo import token_f1
 from deltamem.bench.report import write_report_safely
 from deltamem.bench.softmatch import best_similarity, covered
 from deltamem.bench.systems import MemorySystem, Retrieved, make_system
-from deltamem.bench.systems.base import SESSION_COST_KEYS
+from deltamem.bench.systems.base import SESSION_COST_KEYS, starts_empty
 from deltamem.embed import Embedder
 from deltamem.llm.base import LLM
 from deltamem.train.distance import DEFAULT_TAU, state_distance
@@ -280,7 +280,7 @@ def run_halumem(
 
     build = make or default_make
     try:
-        for name in run.systems:
+        for i, name in enumerate(run.systems):
             work = run.out / "systems" / name
             if not run.resume and work.exists():
                 shutil.rmtree(work)
@@ -290,7 +290,7 @@ def run_halumem(
                     sessions = user.sessions[: run.sessions] if run.sessions else user.sessions
                     if log.has(_user_done_key(system.name, user.uuid, len(sessions))):
                         continue
-                    if not run.resume:
+                    if not run.resume and starts_empty(system, run.systems[:i]):
                         system.reset(user.uuid)
                     ur = _UserRun(run, system, log, embedder, answerer, user)
                     for sidx, session in enumerate(sessions):

@@ -28,7 +28,7 @@ from deltamem.bench.metrics import locomo as lm
 from deltamem.bench.metrics.cost import cost_metrics
 from deltamem.bench.report import write_report_safely
 from deltamem.bench.systems import MemorySystem, Retrieved, make_system
-from deltamem.bench.systems.base import SESSION_COST_KEYS
+from deltamem.bench.systems.base import SESSION_COST_KEYS, starts_empty
 from deltamem.embed import Embedder
 from deltamem.llm.base import LLM
 
@@ -82,14 +82,15 @@ def run_locomo(
         if missing:
             raise ValueError(f"no conversation {', '.join(sorted(missing))} in {run.data}")
     try:
-        for name in run.systems:
+        for i, name in enumerate(run.systems):
             work = run.out / "systems" / name
             if not run.resume and work.exists():
                 shutil.rmtree(work)
             system = make(name, work) if make else make_system(name, llm, embedder, work)
             try:
+                fresh = not run.resume and starts_empty(system, run.systems[:i])
                 for conv in convs:
-                    _conversation(run, system, log, answerer, qa_judge, conv)
+                    _conversation(run, system, log, answerer, qa_judge, conv, fresh)
             finally:
                 system.close()
     finally:
@@ -109,6 +110,7 @@ def _conversation(
     answerer: Answerer,
     qa_judge: Any,
     conv: ds.LocomoConversation,
+    fresh: bool,
 ) -> None:
     uid = conv.sample_id
     prefix = f"{system.name}|{uid}"
@@ -116,7 +118,7 @@ def _conversation(
     done = f"{prefix}|done|{len(sessions)}"
     if log.has(done):
         return
-    if not run.resume:
+    if fresh:
         system.reset(uid)
     turn_ids: dict[str, list[str]] = {}
     last: datetime | None = None

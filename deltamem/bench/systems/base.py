@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -99,6 +100,9 @@ class MemorySystem(ABC):
     # True when a session's "memories" are its raw turns: nothing was extracted,
     # so the accuracy judge (is this extracted memory right?) does not apply.
     stores_raw_turns: bool = False
+    # The system whose bank this one reads (None: its own). A runner that has just
+    # filled that bank in the same run must not reset it before this one reads it.
+    bank_of: str | None = None
 
     def __init__(self, llm: LLM | None = None) -> None:
         self.llm = llm  # the system's own LLM: charged for writes, used to answer
@@ -181,3 +185,9 @@ class MemorySystem(ABC):
 
     @abstractmethod
     def _search(self, user: str, query: str, k: int) -> list[Retrieved]: ...
+
+
+def starts_empty(system: MemorySystem, earlier: Sequence[str]) -> bool:
+    """Whether a fresh (not resumed) run must reset this system's bank: always,
+    unless the bank belongs to a system that filled it earlier in the same run."""
+    return system.bank_of is None or system.bank_of not in earlier

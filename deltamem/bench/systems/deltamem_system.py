@@ -28,9 +28,12 @@ class DeltamemSystem(MemorySystem):
         path: str | Path,
         config: ManagerConfig | None = None,
         tiers: Tiers = "all",
+        bank_of: str | None = None,
     ) -> None:
         super().__init__(llm)
         self.tiers: Tiers = tiers
+        self.bank_of = bank_of
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         if tiers == "facts":
             session = config is not None and config.strategy == "session"
             self.name = "deltamem-session" if session else "deltamem-facts"

@@ -17,8 +17,10 @@ Factory = Callable[[LLM, Embedder, Path], MemorySystem]
 
 SYSTEMS: dict[str, Factory] = {
     "deltamem": lambda llm, emb, work: DeltamemSystem(llm, emb, work / "deltamem.db"),
+    # the same bank as "deltamem" (same writes), searched for facts only: run after
+    # "deltamem" it replays that bank's log instead of paying for the writes again
     "deltamem-facts": lambda llm, emb, work: DeltamemSystem(
-        llm, emb, work / "deltamem.db", tiers="facts"
+        llm, emb, work.parent / "deltamem" / "deltamem.db", tiers="facts", bank_of="deltamem"
     ),
     # the one-call "session" manager strategy, facts only: the manager before "turns"
     "deltamem-session": lambda llm, emb, work: DeltamemSystem(
