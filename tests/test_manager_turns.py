@@ -13,7 +13,7 @@ from deltamem.embed import Embedder
 from deltamem.llm.base import ChatMessage
 from deltamem.manager.agent import Manager, ManagerConfig
 from deltamem.manager.dates import annotate
-from deltamem.manager.extract import MAX_FACTS
+from deltamem.manager.extract import MAX_FACTS, introduced_name
 from deltamem.memory import Memory
 from deltamem.store.base import PlannedWrite, Store
 from deltamem.types import Message, SessionRecord
@@ -263,3 +263,11 @@ def test_pronouns_get_the_persons_name_back_where_nobody_else_is_named() -> None
     assert name_subject("I maintain a balanced lifestyle.", who) == (
         "I maintain a balanced lifestyle."
     )
+
+
+def test_a_self_introduction_names_the_person() -> None:
+    assert introduced_name(["Hi! I'm Priya Raman, nice to meet you."]) == "Priya Raman"
+    assert introduced_name(["Most people call me Jo."]) == "Jo"
+    assert introduced_name(["My name's Ana Lima."]) == "Ana Lima"
+    # one capitalised word after "I'm" is a nationality or a mood, not a name
+    assert introduced_name(["I'm Canadian and I'm so happy today."]) is None

@@ -33,7 +33,7 @@ import numpy as np
 from deltamem.embed.base import Embedder
 from deltamem.llm.base import LLM
 from deltamem.manager import schema
-from deltamem.manager.extract import FactExtractor, leading_name, name_in
+from deltamem.manager.extract import FactExtractor, introduced_name, leading_name, name_in
 from deltamem.manager.render import (
     Turn,
     chunk_turns,
@@ -171,7 +171,8 @@ class Manager:
         """The user's name, where this session or a memory states it ("... name is
         Sarah Garcia"), else the name most of their facts open with: facts then name
         the person instead of "The user"."""
-        said = name_in([m.content for m in session.messages if m.role == "user"])
+        own = [m.content for m in session.messages if m.role == "user"]
+        said = name_in(own) or introduced_name(own)
         if said:
             return said
         found = self.searcher.rank(["name is"], session.user_id, agent_id=session.agent_id)

@@ -40,6 +40,12 @@ SCHEMA = {
 }
 _LEADING = re.compile(r"^([A-Z][\w-]+ [A-Z][\w-]+)(?:['’]s)?\b")
 _NAME_IS = re.compile(r"\bname is ([A-Z][\w'’-]+(?: [A-Z][\w'’-]+){0,2})")
+# a self-introduction in the person's own words: "I'm Priya Raman", "call me Priya";
+# "I'm" takes two capitalised words, so "I'm Canadian" names nobody
+_INTRODUCED = re.compile(
+    r"\b(?:I['’]m|I am) ([A-Z][a-z'’-]+ [A-Z][\w'’-]+)\b"
+    r"|\b(?:[Cc]all me|[Mm]y name['’]s) ([A-Z][\w'’-]+(?: [A-Z][\w'’-]+)?)\b"
+)
 # words a fact may add to what was said without inventing anything
 _FREE = frozenset(
     "user person name named called january february march april may june july august "
@@ -65,6 +71,15 @@ def name_in(texts: list[str]) -> str | None:
         m = _NAME_IS.search(text)
         if m:
             return m.group(1)
+    return None
+
+
+def introduced_name(messages: list[str]) -> str | None:
+    """A name the person gives for themselves ("Hi, I'm Priya Raman")."""
+    for text in messages:
+        m = _INTRODUCED.search(text)
+        if m:
+            return m.group(1) or m.group(2)
     return None
 
 
