@@ -3,6 +3,7 @@ out by hand; and the shipped labels are well formed."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,7 @@ def test_kappa_by_hand() -> None:
 def test_agreement_numbers_and_cache(tmp_path: Path) -> None:
     llm = ScriptedLLM(default=judge)
     out = tmp_path / "agr"
-    r = run_agreement(LABELS, llm, data=FIXTURES, out=out)
+    r = run_agreement(LABELS, llm, data=FIXTURES, out=out, mode="rubric", split="all")
     integ = r["integrity"]
     # human [2,0,1,2,0] vs judge [2,0,1,1,0]; the empty-memories item needs no call
     assert integ["n"] == 5 and integ["accuracy"] == pytest.approx(0.8)
@@ -94,9 +95,19 @@ def test_agreement_numbers_and_cache(tmp_path: Path) -> None:
 
 def test_cache_is_used_for_the_same_model(tmp_path: Path) -> None:
     out = tmp_path / "agr"
-    run_agreement(LABELS, ScriptedLLM(default=judge), data=FIXTURES, out=out, judges=["qa"])
+    run_agreement(
+        LABELS,
+        ScriptedLLM(default=judge),
+        data=FIXTURES,
+        out=out,
+        judges=["qa"],
+        mode="rubric",
+        split="all",
+    )
     second = ScriptedLLM()  # no replies: any call would fail the test
-    r = run_agreement(LABELS, second, data=FIXTURES, out=out, judges=["qa"])
+    r = run_agreement(
+        LABELS, second, data=FIXTURES, out=out, judges=["qa"], mode="rubric", split="all"
+    )
     assert second.requests == [] and r["qa"]["accuracy"] == pytest.approx(0.75)
     assert set(r) == {"qa", "_meta"}
 
@@ -104,6 +115,7 @@ def test_cache_is_used_for_the_same_model(tmp_path: Path) -> None:
 def test_agreement_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(deltamem.llm, "make_llm", lambda spec=None, **_: ScriptedLLM(default=judge))
     args = ["agreement", "--judge", "x", "--labels", str(LABELS), "--data", str(FIXTURES)]
+    args += ["--judge-mode", "rubric", "--split", "all"]
     res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "a")])
     assert res.exit_code == 0, res.output
     assert "kappa" in res.output and "0.706" in res.output
@@ -118,6 +130,10 @@ def test_shipped_labels_are_well_formed() -> None:
     for name, items in labels.items():
         assert len(items) >= 30, name
         assert len({i["id"] for i in items}) == len(items)
+        # the fixed halves: test when the SHA-256 of the id is odd (README)
+        for i in items:
+            odd = int(hashlib.sha256(i["id"].encode()).hexdigest(), 16) % 2
+            assert i["split"] == ("test" if odd else "tune"), i["id"]
         values = [i["label"] for i in items]
         assert all(v in CLASSES[name] for v in values), name
         wanted = min(3, len(CLASSES[name]))

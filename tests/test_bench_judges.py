@@ -65,7 +65,7 @@ def test_halumem_judges_fill_metrics_and_cache(tmp_path: Path, embedder: Embedde
         embedder=embedder,
     )
     judge = ScriptedLLM(default=judge_reply)
-    added = judge_run(out, FIX, judge)
+    added = judge_run(out, FIX, judge, mode="rubric")
     assert added > 0
     m = write_metrics(out)["deltamem"]
     ext = m["extraction"]
@@ -80,13 +80,13 @@ def test_halumem_judges_fill_metrics_and_cache(tmp_path: Path, embedder: Embedde
     assert m["qa_by_session"][-1]["n"] == 3
 
     # judged keys are not judged again; a fresh judgments file is served by the cache
-    assert judge_run(out, FIX, ScriptedLLM()) == 0
+    assert judge_run(out, FIX, ScriptedLLM(), mode="rubric") == 0
     (out / JUDGMENTS).unlink()
-    assert judge_run(out, FIX, ScriptedLLM(default=judge_reply)) == added
+    assert judge_run(out, FIX, ScriptedLLM(default=judge_reply), mode="rubric") == added
     cached = ScriptedLLM()  # would raise if called
     (out / JUDGMENTS).unlink()
     cached.name = judge.name
-    assert judge_run(out, FIX, cached) == added and cached.requests == []
+    assert judge_run(out, FIX, cached, mode="rubric") == added and cached.requests == []
 
 
 def test_run_without_answers_makes_no_answer_calls_and_qa_is_not_judged(
@@ -104,7 +104,7 @@ def test_run_without_answers_makes_no_answer_calls_and_qa_is_not_judged(
     qs = [r for r in records(out) if r["kind"] == "question"]
     assert qs and all(q["prediction"] is None and q["not_answered"] for q in qs)
     assert any(q["evidence_recall"] is not None for q in qs)  # judge-free QA side kept
-    judge_run(out, FIX, ScriptedLLM(default=judge_reply))
+    judge_run(out, FIX, ScriptedLLM(default=judge_reply), mode="rubric")
     m = write_metrics(out)["deltamem"]
     assert m["qa"]["correct"] is None  # no question was judged: no QA figure, not 0
     assert m["update"]["correct"] == 1.0  # the other judges still ran
@@ -140,7 +140,7 @@ def locomo_answer(messages: list[ChatMessage]) -> Any:
 
 def test_locomo_runner_with_judge(tmp_path: Path, embedder: Embedder) -> None:
     out = tmp_path / "loc"
-    run = LocomoRun(data=LOCOMO_FIX, out=out, systems=["retrieval"])
+    run = LocomoRun(data=LOCOMO_FIX, out=out, systems=["retrieval"], judge_mode="rubric")
     m = run_locomo(
         run,
         llm=ScriptedLLM(default=locomo_answer),
@@ -182,9 +182,11 @@ def test_judges_can_be_narrowed_and_the_rest_added_later(
         llm=make_llm(),
         embedder=embedder,
     )
-    judge_run(out, FIX, ScriptedLLM(default=judge_reply), kinds=frozenset({"qa"}))
+    judge_run(out, FIX, ScriptedLLM(default=judge_reply), kinds=frozenset({"qa"}), mode="rubric")
     m = write_metrics(out)["deltamem"]
     assert m["qa"]["correct"] == pytest.approx(2 / 3)
     assert m["extraction"]["recall"] is None and m["update"]["correct"] is None
-    assert judge_run(out, FIX, ScriptedLLM(default=judge_reply)) > 0  # the others now
+    assert (
+        judge_run(out, FIX, ScriptedLLM(default=judge_reply), mode="rubric") > 0
+    )  # the others now
     assert write_metrics(out)["deltamem"]["extraction"]["recall"] == pytest.approx(0.5)

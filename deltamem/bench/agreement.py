@@ -23,19 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from deltamem.bench.datasets import halumem as ds
-from deltamem.bench.judges import locomo as locomo_judge
-from deltamem.bench.judges.base import (
-    ACCURACY,
-    CACHE,
-    INTEGRITY,
-    LOCOMO,
-    QA,
-    UPDATE,
-    Judge,
-    JudgeCache,
-    lines,
-)
-from deltamem.bench.judges.halumem import _dialogue
+from deltamem.bench.judges.base import CACHE, JudgeCache
+from deltamem.bench.judges.halumem import dialogue_lines
+from deltamem.bench.judges.sets import JudgeSet, make_judges
 from deltamem.llm.base import LLM, LLMError
 
 JUDGES = ("integrity", "accuracy", "update", "qa", "locomo")
@@ -47,13 +37,7 @@ CLASSES: dict[str, list[Any]] = {
     "qa": ["correct", "hallucination", "omission"],
     "locomo": ["correct", "wrong"],
 }
-SCHEMAS = {
-    "integrity": INTEGRITY,
-    "accuracy": ACCURACY,
-    "update": UPDATE,
-    "qa": QA,
-    "locomo": LOCOMO,
-}
+SPLITS = ("test", "tune", "all")
 
 
 class LabelError(ValueError):
@@ -149,33 +133,24 @@ class _Sessions:
 
 
 def ask(
-    name: str, item: dict[str, Any], judge: Judge, sessions: _Sessions
+    name: str, item: dict[str, Any], judges: JudgeSet, sessions: _Sessions
 ) -> dict[str, Any] | None:
     """The judge's reply to one labelled item, built the way `judge_run` builds it;
     None when an accuracy item's session cannot be found in the data."""
     x = item["inputs"]
     if name == "integrity":
-        if not x["memories"]:  # as in a run: nothing stored, nothing to ask
-            return {"score": 0, "reason": "no memories extracted"}
-        return judge.ask(memories=lines(list(x["memories"])), fact=x["fact"])
+        return judges.integrity(list(x["memories"]), x["fact"])
     if name == "accuracy":
         session = sessions.get(item.get("source") or {})
         if session is None:
             return None
         gold = [p.memory_content for p in session.memory_points if not p.is_distractor]
-        return judge.ask(dialogue=_dialogue(session), gold=lines(gold), memory=x["memory"])
+        return judges.accuracy(dialogue_lines(session), gold, x["memory"])
     if name == "update":
-        return judge.ask(
-            old=lines(list(x["old"])), new=x["new"], memories=lines(list(x["memories"]))
-        )
+        return judges.update(list(x["old"]), x["new"], list(x["memories"]))
     if name == "locomo":
-        return locomo_judge.ask(judge, x["question"], x["answer"], x["prediction"])
-    return judge.ask(
-        question=x["question"],
-        answer=x["answer"],
-        evidence=lines(list(x["evidence"])),
-        prediction=x["prediction"] or "(no answer)",
-    )
+        return judges.locomo(x["question"], x["answer"], x["prediction"] or "")
+    return judges.qa(x["question"], x["answer"], list(x["evidence"]), x["prediction"] or "")
 
 
 def _verdict(name: str, reply: dict[str, Any]) -> Any:
@@ -191,24 +166,32 @@ def run_agreement(
     data: Path,
     out: Path,
     judges: Sequence[str] = JUDGES,
+    mode: str = "auto",
+    split: str = "test",
     progress: Callable[[str, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Ask each judge its labelled items; write OUT/agreement.json (the numbers)
-    and OUT/agreement_items.jsonl (every item with the judge's answer)."""
+    """Ask each judge its labelled items of `split` (the labels' fixed `tune` /
+    `test` halves, or `all`); write OUT/agreement.json (the numbers) and
+    OUT/agreement_items.jsonl (every item with the judge's answer)."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; choose from {', '.join(SPLITS)}")
     out.mkdir(parents=True, exist_ok=True)
-    items_by_judge = load_labels(labels, judges)
+    items_by_judge = {
+        name: [i for i in items if split == "all" or i.get("split") == split]
+        for name, items in load_labels(labels, judges).items()
+    }
     cache = JudgeCache(out / CACHE)
+    judge_set = make_judges(llm, cache, mode)
     sessions = _Sessions(data)
     report: dict[str, Any] = {}
     try:
         with (out / "agreement_items.jsonl").open("w", encoding="utf-8") as fh:
             for name, items in items_by_judge.items():
-                judge = Judge(name, SCHEMAS[name], llm, cache)
                 gold, pred, inc_gold, inc_pred = [], [], [], []
                 skipped, failed = 0, 0
                 for item in items:
                     try:
-                        reply = ask(name, item, judge, sessions)
+                        reply = ask(name, item, judge_set, sessions)
                     except LLMError as exc:
                         failed += 1
                         reply = None
@@ -237,6 +220,11 @@ def run_agreement(
                 report[name] = summary
     finally:
         cache.close()
-    report["_meta"] = {"model": llm.name, "labels": str(labels)}
+    report["_meta"] = {
+        "model": llm.name,
+        "labels": str(labels),
+        "mode": judge_set.mode,
+        "split": split,
+    }
     (out / "agreement.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
     return report

@@ -31,6 +31,14 @@ SystemsOpt = Annotated[str, typer.Option("--systems", help="Comma-separated syst
 OutOpt = Annotated[Path, typer.Option("--out", help="Output directory.")]
 LLMOpt = Annotated[str | None, typer.Option("--llm", help="LLM spec of the systems.")]
 JudgeOpt = Annotated[str, typer.Option("--judge", help="'none' or an LLM spec for judges.")]
+JudgeModeOpt = Annotated[
+    str,
+    typer.Option(
+        "--judge-mode",
+        help="rubric (one prompt per verdict, for strong judges), decomposed (code and "
+        "small checks, for the embedded model) or auto (decomposed for local).",
+    ),
+]
 EmbOpt = Annotated[str | None, typer.Option("--embedder", help="Embedder spec.")]
 TimeoutOpt = Annotated[
     float,
@@ -128,6 +136,7 @@ def halumem(
             "(default all; a later --resume run can add the others)."
         ),
     ] = "integrity,accuracy,update,qa",
+    judge_mode: JudgeModeOpt = "auto",
 ) -> None:
     """HaluMem: extraction, updating and QA, item by item (SPEC §4.1)."""
     from deltamem.bench.halumem import HaluMemRun, run_halumem, write_metrics
@@ -157,7 +166,9 @@ def halumem(
             judge_llm = model if judge.strip() == (llm or "") else make_llm(judge, timeout=timeout)
             if judge_llm is not model:
                 log_calls(judge_llm, out)
-            judge_run(out, data, judge_llm, progress=advance, kinds=_judges(judges))
+            judge_run(
+                out, data, judge_llm, progress=advance, kinds=_judges(judges), mode=judge_mode
+            )
             metrics = write_metrics(out)
     _summary(metrics, out)
 
@@ -180,6 +191,7 @@ def locomo(
     both_as_user: Annotated[
         bool, typer.Option(help="Give both speakers role 'user' (default: B is 'assistant').")
     ] = False,
+    judge_mode: JudgeModeOpt = "auto",
     timeout: TimeoutOpt = 900.0,
 ) -> None:
     """LoCoMo: token F1, BLEU-1, evidence recall (and an LLM judge when given)."""
@@ -207,6 +219,7 @@ def locomo(
             sessions=sessions,
             resume=resume,
             both_as_user=both_as_user,
+            judge_mode=judge_mode,
             progress=advance,
         )
         metrics = run_locomo(run, llm=model, embedder=emb, judge=judge_llm)
@@ -253,6 +266,10 @@ def agreement(
     judges: Annotated[
         str, typer.Option("--judges", help="Comma-separated subset of the judges.")
     ] = "integrity,accuracy,update,qa,locomo",
+    judge_mode: JudgeModeOpt = "auto",
+    split: Annotated[
+        str, typer.Option("--split", help="Labels half: test (report), tune, or all.")
+    ] = "test",
     timeout: TimeoutOpt = 900.0,
 ) -> None:
     """The judge's agreement with hand labels: n, accuracy, Cohen's kappa, confusion."""
@@ -269,11 +286,19 @@ def agreement(
     try:
         with _own(out), _progress() as advance:
             report = run_agreement(
-                labels, model, data=data, out=out, judges=names, progress=advance
+                labels,
+                model,
+                data=data,
+                out=out,
+                judges=names,
+                mode=judge_mode,
+                split=split,
+                progress=advance,
             )
-    except LabelError as exc:
+    except (LabelError, ValueError) as exc:
         raise typer.BadParameter(str(exc)) from exc
-    table = Table(title=f"judge agreement ({model.name})")
+    meta = report["_meta"]
+    table = Table(title=f"judge agreement ({model.name}, {meta['mode']}, {meta['split']} half)")
     for col in ("judge", "n", "accuracy", "kappa", "skipped"):
         table.add_column(col)
     for name in names:

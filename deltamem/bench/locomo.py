@@ -47,6 +47,7 @@ class LocomoRun:
     resume: bool = False
     qa_k: int = QA_K
     both_as_user: bool = False  # give speaker_b role "user" too (see datasets.locomo)
+    judge_mode: str = "auto"  # rubric or decomposed judges (judges.sets.make_judges)
     progress: Callable[[str, int], None] | None = None
 
 
@@ -74,7 +75,7 @@ def run_locomo(
     if judge is not None:
         from deltamem.bench.judges.locomo import LocomoJudge
 
-        qa_judge = LocomoJudge(judge, run.out)
+        qa_judge = LocomoJudge(judge, run.out, run.judge_mode)
     convs = ds.load(run.data, limit=run.conversations)
     if run.only:
         convs = [c for c in convs if c.sample_id in run.only]

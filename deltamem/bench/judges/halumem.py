@@ -17,16 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from deltamem.bench.datasets import halumem as ds
-from deltamem.bench.judges.base import (
-    ACCURACY,
-    CACHE,
-    INTEGRITY,
-    QA,
-    UPDATE,
-    Judge,
-    JudgeCache,
-    lines,
-)
+from deltamem.bench.judges.base import CACHE, JudgeCache
+from deltamem.bench.judges.sets import JudgeSet, make_judges
 from deltamem.bench.log import RESULTS, read_records
 from deltamem.llm.base import LLM
 
@@ -41,8 +33,8 @@ KIND_OF_JUDGE = {
 JUDGES = frozenset(KIND_OF_JUDGE.values())
 
 
-def _dialogue(session: ds.Session) -> str:
-    return "\n".join(f"{t.role}: {t.content}" for t in session.dialogue if t.content.strip())
+def dialogue_lines(session: ds.Session) -> list[str]:
+    return [f"{t.role}: {t.content}" for t in session.dialogue if t.content.strip()]
 
 
 def judge_run(
@@ -52,18 +44,15 @@ def judge_run(
     *,
     progress: Callable[[str, int], None] | None = None,
     kinds: frozenset[str] = JUDGES,
+    mode: str = "auto",
 ) -> int:
     """Judge every record not judged yet; return how many verdicts were added.
-    `kinds` narrows the judges that run (a later run can add the others)."""
+    `kinds` narrows the judges that run (a later run can add the others); `mode`
+    picks rubric or decomposed judges (`sets.make_judges`)."""
     records = list(read_records(out / RESULTS))
     done = {str(j["key"]) for j in read_records(out / JUDGMENTS)}
     cache = JudgeCache(out / CACHE)
-    judges = {
-        "integrity": Judge("integrity", INTEGRITY, llm, cache),
-        "accuracy": Judge("accuracy", ACCURACY, llm, cache),
-        "update": Judge("update", UPDATE, llm, cache),
-        "qa": Judge("qa", QA, llm, cache),
-    }
+    judges = make_judges(llm, cache, mode)
     memories = {
         (r["system"], r["user"], r["session"]): r.get("memories", [])
         for r in records
@@ -89,6 +78,7 @@ def judge_run(
             fields = _judge_one(r, judges, memories, sessions)
             if fields is None:
                 continue
+            fields["judge_mode"] = judges.mode
             fh.write(json.dumps({"key": r["key"], "fields": fields}, ensure_ascii=False) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
@@ -101,45 +91,39 @@ def judge_run(
 
 def _judge_one(
     r: dict[str, Any],
-    judges: dict[str, Judge],
+    judges: JudgeSet,
     memories: dict[tuple[str, str, int], list[str]],
     sessions: dict[tuple[str, int], ds.Session],
 ) -> dict[str, Any] | None:
     kind = r["kind"]
     if kind == "point":
         mems = memories.get((r["system"], r["user"], r["session"]), [])
-        if not mems:  # nothing stored: nothing can cover the point, no call needed
-            return {"score": 0, "judge_reason": "no memories extracted"}
-        reply = judges["integrity"].ask(memories=lines(mems), fact=r["memory_content"])
+        reply = judges.integrity(mems, r["memory_content"])
         return {"score": int(reply["score"]), "judge_reason": reply.get("reason")}
     if kind == "extracted":
         session = sessions.get((r["user"], r["session"]))
         if session is None:
             return None
         gold = [p.memory_content for p in session.memory_points if not p.is_distractor]
-        reply = judges["accuracy"].ask(
-            dialogue=_dialogue(session), gold=lines(gold), memory=r["memory"]
-        )
+        reply = judges.accuracy(dialogue_lines(session), gold, r["memory"])
         return {
             "score": int(reply["score"]),
             "included": bool(reply["included"]),
             "judge_reason": reply.get("reason"),
         }
     if kind == "update":
-        reply = judges["update"].ask(
-            old=lines(r.get("original_memories", [])),
-            new=r["memory_content"],
-            memories=lines(r.get("retrieved", [])),
+        reply = judges.update(
+            list(r.get("original_memories", [])), r["memory_content"], list(r.get("retrieved", []))
         )
         return {"verdict": reply["verdict"], "judge_reason": reply.get("reason")}
     if kind == "question" and r.get("not_answered"):
         return None  # a run without answers: nothing to judge
     if kind == "question":
-        reply = judges["qa"].ask(
-            question=r["question"],
-            answer=r.get("answer", ""),
-            evidence=lines(r.get("evidence", [])),
-            prediction=r.get("prediction") or "(no answer)",
+        reply = judges.qa(
+            r["question"],
+            str(r.get("answer", "")),
+            list(r.get("evidence", [])),
+            r.get("prediction") or "",
         )
         return {"verdict": reply["verdict"], "judge_reason": reply.get("reason")}
     return None

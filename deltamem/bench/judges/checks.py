@@ -1,0 +1,144 @@
+"""Narrow checks a 1.5B judge can answer, and what code settles without one.
+
+A decomposed judge (`decomposed.py`) settles in code what code can (an empty
+answer, an answer that says it does not know, the reference's words all found,
+a date that differs) and asks the model only small closed questions: one
+comparison of two short texts, answered from a fixed set of words by schema.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from string import Template
+from typing import Any
+
+from deltamem.bench.judges.base import PROMPTS, JudgeCache
+from deltamem.llm.base import LLM
+from deltamem.porter import stem
+from deltamem.text import terms
+
+# "I don't know", "not in my memory", "the memories do not name any …", "unknown"
+_ABSTAINS = re.compile(
+    r"\b(?:do(?:es)?n['’]?t|do(?:es)? not|can(?:no|['’])t|cannot|could not|couldn['’]t)\s+"
+    r"(?:\w+\s+)?(?:know|tell|say|name|mention|state|specify|include|contain|have|find|recall|"
+    r"remember|determine)\b"
+    r"|\bnot\s+(?:known|stated|mentioned|specified|provided|available|given|recorded|found|"
+    r"clear|sure|in (?:my |the )?memor\w*)\b"
+    r"|\bunknown\b|\bno (?:information|record|mention|details?|data)\b|\bnot enough information\b",
+    re.IGNORECASE,
+)
+_NEGATION = re.compile(r"\b(?:not|no|never|neither|nor)\b|n['’]t\b", re.IGNORECASE)
+_MONTHS = {
+    m: i
+    for i, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
+        1,
+    )
+    for m in names
+}
+_MONTH = r"(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b", re.IGNORECASE)
+_MONTH_DAY = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b", re.IGNORECASE)
+_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+
+
+def abstains(text: str) -> bool:
+    """The text says the answer is not known (rather than giving one)."""
+    return bool(_ABSTAINS.search(text))
+
+
+def negated(text: str) -> bool:
+    return bool(_NEGATION.search(text))
+
+
+def content(text: str, skip: frozenset[str] = frozenset()) -> set[str]:
+    """Stemmed content words, stopwords and `skip` left out."""
+    return {stem(t) for t in terms(text, limit=10_000)} - skip
+
+
+def days(text: str) -> set[tuple[int, int]]:
+    """The (month, day) pairs a text names: "7 May", "May 7th", "2023-05-07"."""
+    out = {(int(m), int(d)) for _, m, d in _ISO.findall(text)}
+    out |= {(_MONTHS[m.lower()], int(d)) for d, m in _DAY_MONTH.findall(text)}
+    out |= {(_MONTHS[m.lower()], int(d)) for m, d in _MONTH_DAY.findall(text)}
+    return {(m, d) for m, d in out if 1 <= d <= 31}
+
+
+def other_day(reference: str, answer: str) -> bool:
+    """Both name a day of the year and the answer names none of the reference's."""
+    want, got = days(reference), days(answer)
+    return bool(want and got and not want & got)
+
+
+def ranked(target: str, items: Sequence[str], skip: frozenset[str], k: int) -> list[str]:
+    """The `k` items sharing most content words with `target` (at least one)."""
+    want = content(target, skip)
+    scored = [(len(want & content(x, skip)), -i, x) for i, x in enumerate(items)]
+    return [x for n, _, x in sorted(scored, reverse=True)[:k] if n > 0]
+
+
+class Check:
+    """One closed question about two short texts: the model answers with one of
+    `answers` (constrained by schema), cached like every judge call. With
+    `votes` > 1 the question is asked again at a higher temperature and the most
+    frequent answer wins (the first, greedy one on a tie)."""
+
+    def __init__(
+        self,
+        name: str,
+        answers: Sequence[str],
+        llm: LLM,
+        cache: JudgeCache,
+        *,
+        votes: int = 1,
+    ) -> None:
+        self.name, self.answers, self.llm, self.cache = name, list(answers), llm, cache
+        self.votes = votes
+        self.system = (PROMPTS / f"check_{name}.system.txt").read_text(encoding="utf-8").strip()
+        self.item = Template((PROMPTS / f"check_{name}.item.txt").read_text(encoding="utf-8"))
+        self.schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {"answer": {"type": "string", "enum": self.answers}},
+            "required": ["answer"],
+            "additionalProperties": False,
+        }
+
+    def ask(self, **fields: str) -> str:
+        msgs = [
+            {"role": "system", "content": self.system},
+            {"role": "user", "content": self.item.substitute(**fields).strip()},
+        ]
+        got = [self._one(msgs, i) for i in range(self.votes)]
+        counts = Counter(got)
+        best = max(counts.values())
+        return next(a for a in got if counts[a] == best)
+
+    def _one(self, msgs: list[dict[str, str]], sample: int) -> str:
+        key = JudgeCache.key(self.llm.name, [*msgs, {"sample": str(sample)}], self.schema)
+        hit = self.cache.get(key)
+        if hit is None:
+            hit = self.llm.complete_json(
+                msgs,
+                self.schema,
+                purpose=f"judge-check:{self.name}",
+                max_tokens=16,
+                temperature=0.0 if sample == 0 else 0.8,
+            )
+            self.cache.put(key, hit)
+        answer = str(hit.get("answer", "")).strip().lower()
+        return answer if answer in self.answers else self.answers[-1]

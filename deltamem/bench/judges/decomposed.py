@@ -1,0 +1,132 @@
+"""Judges a 1.5B model can run: code first, then small closed checks.
+
+Each judgement is split into what code can settle (nothing stored, an answer
+that says it does not know, every word of the reference found, a day of the
+year that differs) and comparisons of two short texts the model answers with
+one word (`checks.Check`). The verdict is then composed in code, with a reason
+that says which step decided it. Same fields as the rubric judges (`sets.py`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from deltamem.bench.judges.base import JudgeCache
+from deltamem.bench.judges.checks import (
+    Check,
+    abstains,
+    content,
+    negated,
+    other_day,
+    ranked,
+)
+from deltamem.llm.base import LLM
+
+CANDIDATES = 3  # memories (or turns) a check is asked about, best word overlap first
+
+
+def common_words(items: list[str]) -> frozenset[str]:
+    """Words most items share (the person's name, in a list of their memories),
+    which say nothing about which item matches."""
+    if len(items) < 4:
+        return frozenset()
+    counts = Counter(w for x in items for w in content(x))
+    return frozenset(w for w, n in counts.items() if n >= len(items) / 2)
+
+
+class DecomposedJudges:
+    mode = "decomposed"
+
+    def __init__(self, llm: LLM, cache: JudgeCache, *, votes: int = 1) -> None:
+        self.same_answer = Check("same_answer", ["yes", "partly", "no"], llm, cache, votes=votes)
+        self.covers = Check("covers", ["yes", "partly", "no"], llm, cache, votes=votes)
+        self.update_check = Check("update", ["new", "conflict", "old"], llm, cache, votes=votes)
+        self.supported = Check("supported", ["yes", "partly", "no"], llm, cache, votes=votes)
+        self.same_field = Check("same_field", ["yes", "no"], llm, cache, votes=votes)
+
+    # -- answers -------------------------------------------------------------
+
+    def _answer(self, question: str, answer: str, prediction: str) -> tuple[str, str]:
+        """One of correct / partly / wrong / abstained / invented, and why."""
+        if not prediction.strip():
+            return "abstained", "no answer"
+        if abstains(prediction):
+            if abstains(answer):
+                return "correct", "both say it is not known (code)"
+            return "abstained", "the answer says it does not know (code)"
+        if abstains(answer):
+            return "invented", "the reference says it is not known; the answer gives one (code)"
+        want = content(answer, content(question))
+        if want and want <= content(prediction) and not negated(prediction):
+            return "correct", "every word of the reference is in the answer (code)"
+        if other_day(answer, prediction):
+            return "wrong", "the answer names another day (code)"
+        said = self.same_answer.ask(question=question, reference=answer, answer=prediction)
+        return {"yes": "correct", "partly": "partly", "no": "wrong"}[said], f"check: {said}"
+
+    def qa(
+        self, question: str, answer: str, evidence: list[str], prediction: str
+    ) -> dict[str, Any]:
+        outcome, why = self._answer(question, answer, prediction)
+        verdict = {
+            "correct": "correct",
+            "partly": "omission",
+            "abstained": "omission",
+            "wrong": "hallucination",
+            "invented": "hallucination",
+        }[outcome]
+        return {"verdict": verdict, "reason": why}
+
+    def locomo(self, question: str, answer: str, prediction: str) -> dict[str, Any]:
+        outcome, why = self._answer(question, answer, prediction)
+        # LoCoMo's rubric is lenient: naming part of a list, and nothing wrong, counts
+        label = "CORRECT" if outcome in ("correct", "partly") else "WRONG"
+        return {"label": label, "reason": why}
+
+    # -- extraction ------------------------------------------------------------
+
+    def integrity(self, memories: list[str], fact: str) -> dict[str, Any]:
+        if not memories:
+            return {"score": 0, "reason": "no memories extracted"}
+        skip = common_words(memories)
+        found = ranked(fact, memories, skip, CANDIDATES)
+        if not found:
+            return {"score": 0, "reason": "no memory shares a word with the fact (code)"}
+        want = content(fact, skip)
+        if any(want <= content(m) for m in found):
+            return {"score": 2, "reason": "a memory holds every word of the fact (code)"}
+        best = 0
+        for memory in found:
+            said = self.covers.ask(fact=fact, memory=memory)
+            best = max(best, {"yes": 2, "partly": 1, "no": 0}[said])
+            if best == 2:
+                break
+        return {"score": best, "reason": f"check over {len(found)} memories: best {best}"}
+
+    def accuracy(self, dialogue: list[str], gold: list[str], memory: str) -> dict[str, Any]:
+        own = [t.split(":", 1)[1].strip() for t in dialogue if t.startswith("user:")]
+        sources = ranked(memory, own + gold, common_words(own + gold), CANDIDATES)
+        if not sources:
+            score, why = 0, "nothing the person said shares a word with it (code)"
+        else:
+            said = self.supported.ask(said="\n".join(f"- {s}" for s in sources), memory=memory)
+            score, why = {"yes": 2, "partly": 1, "no": 0}[said], f"check: {said}"
+        near = ranked(memory, gold, common_words(gold), CANDIDATES)
+        included = any(self.same_field.ask(a=memory, b=g) == "yes" for g in near)
+        return {"score": score, "included": included, "reason": why}
+
+    # -- updates -----------------------------------------------------------------
+
+    def update(self, old: list[str], new: str, memories: list[str]) -> dict[str, Any]:
+        if not memories:
+            return {"verdict": "omission", "reason": "nothing returned"}
+        found = ranked(new, memories, common_words(memories), CANDIDATES)
+        if not found:
+            return {"verdict": "omission", "reason": "nothing returned about this fact (code)"}
+        said = [self.update_check.ask(old=" / ".join(old), new=new, memory=m) for m in found]
+        if "new" in said:
+            return {"verdict": "correct", "reason": "check: a memory states the new version"}
+        if "conflict" in said:
+            return {"verdict": "hallucination", "reason": "check: a changed version differs"}
+        return {"verdict": "omission", "reason": "check: only the old version or nothing"}
