@@ -24,8 +24,8 @@ _ABSTAINS = re.compile(
     r"\b(?:do(?:es)?n['’]?t|do(?:es)? not|can(?:no|['’])t|cannot|could not|couldn['’]t)\s+"
     r"(?:\w+\s+)?(?:know|tell|say|name|mention|state|specify|include|contain|have|find|recall|"
     r"remember|determine)\b"
-    r"|\bnot\s+(?:known|stated|mentioned|specified|provided|available|given|recorded|found|"
-    r"clear|sure|in (?:my |the )?memor\w*)\b"
+    r"|(?:\bnot|n['’]t)\s+(?:been\s+)?(?:known|stated|mentioned|specified|provided|available|"
+    r"given|recorded|found|clear|sure|in (?:my |the )?memor\w*)\b"
     r"|\bunknown\b|\bno (?:information|record|mention|details?|data)\b|\bnot enough information\b",
     re.IGNORECASE,
 )
@@ -62,6 +62,11 @@ def abstains(text: str) -> bool:
     return bool(_ABSTAINS.search(text))
 
 
+def numbers(text: str) -> set[int]:
+    """The numbers a text writes in digits ("7 May 2023" → {7, 2023})."""
+    return {int(n) for n in re.findall(r"\d+", text)}
+
+
 def negated(text: str) -> bool:
     return bool(_NEGATION.search(text))
 
@@ -79,8 +84,17 @@ def days(text: str) -> set[tuple[int, int]]:
     return {(m, d) for m, d in out if 1 <= d <= 31}
 
 
+_RELATIVE = re.compile(
+    r"\b(?:before|after|week|weekend|around|about|between|since|until|early|late|mid)\b",
+    re.IGNORECASE,
+)
+
+
 def other_day(reference: str, answer: str) -> bool:
-    """Both name a day of the year and the answer names none of the reference's."""
+    """Both name a day of the year and the answer names none of the reference's
+    (a reference relative to its day, "the Friday before 15 July", is not compared)."""
+    if _RELATIVE.search(reference):
+        return False
     want, got = days(reference), days(answer)
     return bool(want and got and not want & got)
 

@@ -18,6 +18,7 @@ from deltamem.bench.judges.checks import (
     abstains,
     content,
     negated,
+    numbers,
     other_day,
     ranked,
 )
@@ -57,11 +58,15 @@ class DecomposedJudges:
             return "abstained", "the answer says it does not know (code)"
         if abstains(answer):
             return "invented", "the reference says it is not known; the answer gives one (code)"
-        want = content(answer, content(question))
-        if want and want <= content(prediction) and not negated(prediction):
-            return "correct", "every word of the reference is in the answer (code)"
         if other_day(answer, prediction):
             return "wrong", "the answer names another day (code)"
+        asked = content(question)
+        want, found = content(answer, asked), content(prediction, asked)
+        # settled only when the answer adds no word of its own: "Senior Manager" is
+        # not "Manager", and that is for the check to say
+        same = want and want == found and numbers(answer) <= numbers(prediction)
+        if same and not negated(prediction):
+            return "correct", "the answer says the reference's words and numbers (code)"
         said = self.same_answer.ask(question=question, reference=answer, answer=prediction)
         return {"yes": "correct", "partly": "partly", "no": "wrong"}[said], f"check: {said}"
 

@@ -1,0 +1,158 @@
+"""Decomposed judges: what code settles without the model, and how the one-word
+checks compose into verdicts (scripted model); the real model is measured by
+`deltamem bench agreement` (docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes import ScriptedLLM
+
+from deltamem.bench.judges.base import JudgeCache
+from deltamem.bench.judges.checks import abstains, days, other_day, ranked
+from deltamem.bench.judges.decomposed import DecomposedJudges
+from deltamem.bench.judges.sets import RubricJudges, make_judges
+from deltamem.llm.base import ChatMessage
+from deltamem.llm.openai_compat import OpenAICompatLLM
+
+
+def judges(tmp_path: Path, answer: str | None = None) -> tuple[DecomposedJudges, ScriptedLLM]:
+    llm = ScriptedLLM(default={"answer": answer}) if answer else ScriptedLLM()
+    return DecomposedJudges(llm, JudgeCache(tmp_path / "c.sqlite")), llm
+
+
+@pytest.mark.parametrize(
+    ("text", "says_unknown"),
+    [
+        ("I don't know her blood type.", True),
+        ("Her middle name is not in my memory.", True),
+        ("The memories do not name any specific games.", True),
+        ("She is dealing with a health condition, but memory does not say which.", True),
+        ("The specific games are unknown.", True),
+        ("She was born on March 26, 1986, not in 1985.", False),
+        ("No, he was promoted in January 2029.", False),
+        ("Horror films.", False),
+    ],
+)
+def test_abstention_is_read_by_code(text: str, says_unknown: bool) -> None:
+    assert abstains(text) is says_unknown
+
+
+def test_days_of_the_year_in_any_format() -> None:
+    assert days("On 7 May 2023") == {(5, 7)}
+    assert days("She went on May 7th, 2023.") == {(5, 7)}
+    assert days("born 1986-03-26") == {(3, 26)}
+    assert other_day("7 May 2023", "On 8 May 2023.")
+    assert not other_day("7 May 2023", "She went on May 7, 2023.")
+    assert not other_day("2022", "last year, in 2022")  # no day named: not code's to say
+
+
+def test_ranked_keeps_only_items_sharing_a_word() -> None:
+    items = ["Ana likes tea.", "Ana works in Porto as a nurse.", "Ana has a cat."]
+    assert ranked("Ana is a nurse", items, frozenset({"ana"}), 3) == [items[1]]
+
+
+def test_qa_settled_in_code_without_the_model(tmp_path: Path) -> None:
+    j, llm = judges(tmp_path)  # any model call would fail: ScriptedLLM has no replies
+    q = "What is Sarah's blood type?"
+    assert j.qa(q, "The information is not provided.", [], "I don't know it.")["verdict"] == (
+        "correct"
+    )
+    assert j.qa(q, "The information is not provided.", [], "Type A.")["verdict"] == (
+        "hallucination"
+    )
+    assert j.qa(q, "AB", [], "")["verdict"] == "omission"
+    assert j.qa(q, "AB", [], "Not stated in my memory.")["verdict"] == "omission"
+    assert j.qa("Which films?", "Horror films", [], "Horror films.")["verdict"] == "correct"
+    # the reference's words, but negated: not settled by containment
+    with pytest.raises(AssertionError):
+        j.qa("Which films?", "Horror films", [], "Not horror films.")
+    assert j.locomo("When?", "7 May 2023", "On 8 May 2023.")["label"] == "WRONG"
+    assert len(llm.requests) == 1  # only the negated answer went to the model
+
+
+@pytest.mark.parametrize(
+    ("said", "qa", "locomo"),
+    [
+        ("yes", "correct", "CORRECT"),
+        ("partly", "omission", "CORRECT"),
+        ("no", "hallucination", "WRONG"),
+    ],
+)
+def test_qa_check_answers_compose(tmp_path: Path, said: str, qa: str, locomo: str) -> None:
+    j, llm = judges(tmp_path, said)
+    q, ref = "What did she research?", "Adoption agencies"
+    assert j.qa(q, ref, [], "She looked into how to adopt.")["verdict"] == qa
+    assert j.locomo(q, ref, "She looked into how to adopt.")["label"] == locomo
+    # one closed question, answered by schema, greedy
+    req = llm.requests[0]
+    assert req["schema"]["properties"]["answer"]["enum"] == ["yes", "partly", "no"]
+    assert req["temperature"] == 0.0 and "Reference answer: Adoption agencies" in str(req)
+
+
+def test_update_verdicts(tmp_path: Path) -> None:
+    old, new = ["Ana's job title is nurse"], "Ana's job title changed from nurse to head nurse."
+    j, llm = judges(tmp_path)
+    assert j.update(old, new, [])["verdict"] == "omission"
+    assert j.update(old, new, ["Bo likes tea."])["verdict"] == "omission"  # nothing shared
+    assert llm.requests == []
+
+    def reply(messages: list[ChatMessage]) -> dict[str, Any]:
+        memory = messages[1]["content"].rsplit("Memory:", 1)[1]
+        return {"answer": "new" if "head nurse" in memory else "old"}
+
+    j2 = DecomposedJudges(ScriptedLLM(default=reply), JudgeCache(tmp_path / "d.sqlite"))
+    assert j2.update(old, new, ["Ana is a nurse.", "Ana is now head nurse."])["verdict"] == (
+        "correct"
+    )
+    assert j2.update(old, new, ["Ana is a nurse."])["verdict"] == "omission"
+    j3, _ = judges(tmp_path / "e", "conflict")
+    assert j3.update(old, new, ["Ana is now a ward manager, not a nurse."])["verdict"] == (
+        "hallucination"
+    )
+
+
+def test_integrity_scores(tmp_path: Path) -> None:
+    j, llm = judges(tmp_path)
+    assert j.integrity([], "Ana lives in Porto")["score"] == 0
+    assert j.integrity(["Ana lives in Porto, Portugal."], "Ana lives in Porto")["score"] == 2
+    assert llm.requests == []
+    j2, llm2 = judges(tmp_path / "p", "partly")
+    assert j2.integrity(["Ana moved to Portugal."], "Ana lives in Porto, Portugal")["score"] == 1
+    assert len(llm2.requests) == 1
+
+
+def test_accuracy_asks_support_and_field(tmp_path: Path) -> None:
+    j, llm = judges(tmp_path, "yes")
+    got = j.accuracy(
+        ["user: I moved to Porto last year.", "assistant: Lovely city!"],
+        ["Ana lives in Porto"],
+        "Ana lives in Porto.",
+    )
+    assert got["score"] == 2 and got["included"] is True
+    # the support check sees what the person said, not the assistant
+    assert "Lovely city" not in str(llm.requests[0]["messages"])
+
+
+def test_checks_are_cached_and_votes_are_counted(tmp_path: Path) -> None:
+    cache = JudgeCache(tmp_path / "c.sqlite")
+    answers = iter(["no", "yes", "yes"])
+    llm = ScriptedLLM(default=lambda _m: {"answer": next(answers)})
+    j = DecomposedJudges(llm, cache, votes=3)
+    assert j.qa("Q?", "Adoption agencies", [], "Adopting")["verdict"] == "correct"  # 2 of 3
+    assert [r["temperature"] for r in llm.requests] == [0.0, 0.8, 0.8]
+    again = ScriptedLLM()  # every sample is cached now
+    assert DecomposedJudges(again, cache, votes=3).qa("Q?", "Adoption agencies", [], "Adopting")
+    assert again.requests == []
+
+
+def test_mode_follows_the_model(tmp_path: Path) -> None:
+    cache = JudgeCache(tmp_path / "c.sqlite")
+    assert isinstance(make_judges(ScriptedLLM(), cache), DecomposedJudges)
+    hosted = OpenAICompatLLM("http://127.0.0.1:9/v1", "m")
+    assert isinstance(make_judges(hosted, cache), RubricJudges)
+    assert isinstance(make_judges(ScriptedLLM(), cache, "rubric"), RubricJudges)
+    with pytest.raises(ValueError, match="judge mode"):
+        make_judges(ScriptedLLM(), cache, "vibes")
