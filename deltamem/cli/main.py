@@ -489,6 +489,16 @@ def mcp(
     )
 
 
+def _mount_diff() -> None:
+    try:
+        import scipy  # noqa: F401  (the state distance's assignment; bench extra)
+    except ImportError:
+        return
+    from deltamem.cli.diff import diff
+
+    app.command()(diff)
+
+
 def _mount_bench() -> None:
     try:
         from deltamem.bench.cli import app as bench_app
@@ -498,3 +508,4 @@ def _mount_bench() -> None:
 
 
 _mount_bench()
+_mount_diff()
