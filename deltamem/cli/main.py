@@ -489,14 +489,16 @@ def mcp(
     )
 
 
-def _mount_diff() -> None:
+def _mount_train() -> None:
     try:
         import scipy  # noqa: F401  (the state distance's assignment; bench extra)
     except ImportError:
         return
     from deltamem.cli.diff import diff
+    from deltamem.cli.train import app as train_app
 
     app.command()(diff)
+    app.add_typer(train_app, name="train")
 
 
 def _mount_bench() -> None:
@@ -508,4 +510,4 @@ def _mount_bench() -> None:
 
 
 _mount_bench()
-_mount_diff()
+_mount_train()
