@@ -7,7 +7,7 @@ Answerer, asked at `question_date`. Scored per question:
 
 - `f1` (judge-free, always): token F1 against the answer (LoCoMo's
   normalisation); for an abstention question (`_abs` id) 1 when the prediction
-  says the answer is not known, else 0;
+  declines ("not known", "you did not mention ..."), else 0;
 - `verdict` / `correct` with `--judge`: the judge set's QA verdict against the
   reference answer. Abstention questions are settled in code when the
   prediction abstains; otherwise the judge is told the reference is an
@@ -20,6 +20,7 @@ Answerer, asked at `question_date`. Scored per question:
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -77,16 +78,30 @@ def evidence_texts(inst: ds.Instance) -> list[str]:
     return [t.content for turns in inst.haystack_sessions for t in turns if t.has_answer]
 
 
+# what LongMemEval's answers decline with, beyond `abstains`: "you did not mention a
+# boat", "you never told me", "you haven't shared that"
+_DECLINES = re.compile(
+    r"\b(?:did not|didn['’]t|never|have not|haven['’]t|has not|hasn['’]t)\s+(?:\w+\s+)?"
+    r"(?:mention|said|say|told|tell|shared|share|talked|talk|spoken|speak)\w*\b",
+    re.IGNORECASE,
+)
+
+
+def declines(prediction: str) -> bool:
+    """The answer says the question cannot be answered from what it knows."""
+    return abstains(prediction) or bool(_DECLINES.search(prediction))
+
+
 def answer_f1(prediction: str, inst: ds.Instance) -> float:
     if inst.abstention:
-        return 1.0 if abstains(prediction) else 0.0
+        return 1.0 if declines(prediction) else 0.0
     return token_f1(prediction, inst.answer)
 
 
 def judge_answer(judges: JudgeSet, inst: ds.Instance, prediction: str) -> dict[str, Any]:
     """The judge set's QA verdict; abstention questions by LongMemEval's rule."""
     if inst.abstention:
-        if abstains(prediction):
+        if declines(prediction):
             return {"verdict": "correct", "reason": "abstention question, answer abstains (code)"}
         reference = f"{ABSTENTION}: {inst.answer}".strip()
         return judges.qa(inst.question, reference, [], prediction)
