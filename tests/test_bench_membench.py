@@ -152,6 +152,9 @@ def test_official_shapes_scenarios_and_levels() -> None:
     assert [m["role"] for m in roles.step_session(1).messages] == ["user", "assistant"]
     assert roles.step_session(1).messages[1]["content"].startswith("A chef in the family")
     assert agg.qa.target_step_id == [1, 3] and agg.step_session(0).timestamp is None
+    asked = ds.when(agg.qa.time)  # "'2024-03-10 10:00' Sunday"
+    assert asked is not None and (asked.day, asked.hour) == (10, 10)
+    assert ds.when("Sunday") is None and ds.when(None) is None
 
 
 def test_noise_comes_from_other_trajectories_of_the_scenario() -> None:

@@ -14,7 +14,8 @@ Answerer, asked at `question_date`. Scored per question:
   abstention ("not available from memory: <the file's explanation>"), as
   LongMemEval's own judge asks whether the model declined to answer;
 - `session_recall` / `turn_recall`: share of `answer_session_ids` / `has_answer`
-  turns among those the retrieved items came from (provenance).
+  turns among those the retrieved items came from (provenance); None for
+  abstention questions, as LongMemEval's own retrieval scores leave them out.
 """
 
 from __future__ import annotations
@@ -207,8 +208,10 @@ def _question(
     turns = [t for ids in reached_by_rank(found.found, turn_ids) for t in ids]
     rec["reached_sessions"] = list(dict.fromkeys(sessions))
     rec["reached_turns"] = list(dict.fromkeys(turns))
-    rec["session_recall"] = qa.found_share(inst.answer_session_ids, sessions)
-    rec["turn_recall"] = qa.found_share(rec["evidence_turns"], turns)
+    # abstention questions are left out of recall, as in LongMemEval's retrieval scores
+    scored = not inst.abstention
+    rec["session_recall"] = qa.found_share(inst.answer_session_ids, sessions) if scored else None
+    rec["turn_recall"] = qa.found_share(rec["evidence_turns"], turns) if scored else None
     prediction = ""
     t0 = time.perf_counter()
     try:

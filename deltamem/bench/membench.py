@@ -29,7 +29,7 @@ from typing import Any
 
 from deltamem.bench.answering import as_search_hits, error_text
 from deltamem.bench.choice import ChoiceAnswerer
-from deltamem.bench.datasets import BenchSession, safe_time
+from deltamem.bench.datasets import BenchSession
 from deltamem.bench.datasets import membench as ds
 from deltamem.bench.log import RESULTS, ResultLog, read_records, write_usage
 from deltamem.bench.metrics import membench as mb
@@ -186,7 +186,7 @@ def _question(
 ) -> dict[str, Any]:
     q = traj.qa
     last = next((s.timestamp for s in reversed(sessions) if s.timestamp), None)
-    asked_at = safe_time(q.time) or last or datetime.now(UTC)
+    asked_at = ds.when(q.time) or last or datetime.now(UTC)
     rec: dict[str, Any] = {
         "key": key,
         "kind": "question",

@@ -20,6 +20,7 @@ participation when the steps are first-person dialogue, observation otherwise.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -132,6 +133,20 @@ class Trajectory(BaseModel):
         return step_to_session(self.steps[i], f"step_{i}", str(i))
 
 
+_DATE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?")
+
+
+def when(value: str | None) -> datetime | None:
+    """A step's or question's time: the whole string if it parses, else the first
+    "YYYY-MM-DD[ HH:MM]" in it (MemBench writes times like "'2024-10-01 08:00'
+    Tuesday"); None when there is none."""
+    found = safe_time(value)
+    if found is None and value:
+        m = _DATE.search(value)
+        found = safe_time(m.group(0)) if m else None
+    return found
+
+
 def step_to_session(
     step: MBStep, session_id: str, turn_id: str, default_time: datetime | None = None
 ) -> BenchSession:
@@ -139,7 +154,7 @@ def step_to_session(
     assistant turn, an observation as a third-person message with role user. The
     step's time is the session's; its place (and a time that does not parse) is
     kept in the first message's text, "... (place: office)"."""
-    own = safe_time(step.time)
+    own = when(step.time)
     ts = own or default_time
     notes = [f"place: {step.place.strip()}"] if step.place and step.place.strip() else []
     if step.time and step.time.strip() and own is None:

@@ -5,7 +5,7 @@ Each record has `question_type`, `abstention` (question id ends in `_abs`),
 (judge-free: token F1 against the answer, or for an abstention question 1 when
 the prediction says the answer is not known, else 0), and `session_recall` /
 `turn_recall` (share of `answer_session_ids` / `has_answer` turns among those
-the retrieved items came from; None for abstention questions, which have none).
+the retrieved items came from; None for abstention questions).
 Question types include their abstention questions, as in LongMemEval's own
 evaluation; `abstention` also gives those apart.
 """
