@@ -307,3 +307,18 @@ def test_membench_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     res = CliRunner().invoke(app, ["report", str(out)])
     assert res.exit_code == 0, res.output
     assert "Recall@k of the target steps" in (out / "report.html").read_text()
+
+
+def test_raw_turn_users_are_dropped_once_finished(tmp_path: Path, embedder: Embedder) -> None:
+    from deltamem.bench.systems.turns import FullSystem
+
+    made: list[FullSystem] = []
+
+    def make(name: str, work: Path) -> FullSystem:
+        made.append(FullSystem())
+        return made[-1]
+
+    run = MemBenchRun(FIX, tmp_path / "run", ["full"])
+    run_membench(run, llm=ScriptedLLM(default=reply), embedder=embedder, make=make)
+    assert made[0].turns == {}  # nothing kept in memory after the questions
+    assert len(questions(tmp_path / "run")) == 4

@@ -42,7 +42,15 @@ from deltamem.bench.metrics import qa
 from deltamem.bench.metrics.cost import cost_metrics
 from deltamem.bench.metrics.locomo import token_f1
 from deltamem.bench.report import write_report_safely
-from deltamem.bench.runner import Make, Progress, add_logged, each_system, reached_by_rank, search
+from deltamem.bench.runner import (
+    Make,
+    Progress,
+    add_logged,
+    each_system,
+    finish,
+    reached_by_rank,
+    search,
+)
 from deltamem.bench.systems import MemorySystem
 from deltamem.embed import Embedder
 from deltamem.llm.base import LLM
@@ -172,7 +180,7 @@ def _instance(
         asked_at = safe_time(inst.question_date) or last or datetime.now(UTC)
         log.write(_question(run, system, answerer, judges, inst, turn_ids, uid, key, asked_at))
         _tick(run, "questions")
-    log.write({"key": done, "kind": "user_done", "system": system.name, "user": uid})
+    finish(system, log, uid, done)
 
 
 def _question(

@@ -36,7 +36,15 @@ from deltamem.bench.metrics import membench as mb
 from deltamem.bench.metrics import qa
 from deltamem.bench.metrics.cost import cost_metrics
 from deltamem.bench.report import write_report_safely
-from deltamem.bench.runner import Make, Progress, add_logged, each_system, reached_by_rank, search
+from deltamem.bench.runner import (
+    Make,
+    Progress,
+    add_logged,
+    each_system,
+    finish,
+    reached_by_rank,
+    search,
+)
 from deltamem.bench.systems import MemorySystem
 from deltamem.bench.systems.base import count_tokens
 from deltamem.embed import Embedder
@@ -171,7 +179,7 @@ def _trajectory(
     if not log.has(key):
         log.write(_question(run, system, answerer, traj, sessions, turn_ids, uid, key))
         _tick(run, "questions")
-    log.write({"key": done, "kind": "user_done", "system": system.name, "user": uid})
+    finish(system, log, uid, done)
 
 
 def _question(

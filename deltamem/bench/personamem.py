@@ -32,7 +32,7 @@ from deltamem.bench.log import RESULTS, ResultLog, read_records, write_usage
 from deltamem.bench.metrics import qa
 from deltamem.bench.metrics.cost import cost_metrics
 from deltamem.bench.report import write_report_safely
-from deltamem.bench.runner import Make, Progress, add_logged, each_system, search
+from deltamem.bench.runner import Make, Progress, add_logged, each_system, finish, search
 from deltamem.bench.systems import MemorySystem
 from deltamem.embed import Embedder
 from deltamem.llm.base import LLM
@@ -144,7 +144,7 @@ def _context(
             _question(run, system, log, answerer, pending.pop(0), uid, prefix)
     for q in pending:  # an end index past the context's end: all of it was seen
         _question(run, system, log, answerer, q, uid, prefix)
-    log.write({"key": done, "kind": "user_done", "system": system.name, "user": uid})
+    finish(system, log, uid, done)
 
 
 def _question(

@@ -17,6 +17,7 @@ from deltamem.bench.datasets import BenchSession
 from deltamem.bench.log import ResultLog
 from deltamem.bench.systems import MemorySystem, Retrieved, make_system
 from deltamem.bench.systems.base import SESSION_COST_KEYS, starts_empty
+from deltamem.bench.systems.turns import TurnSystem
 from deltamem.embed import Embedder
 from deltamem.llm.base import LLM
 
@@ -83,6 +84,15 @@ def add_logged(
         }
     )
     return True
+
+
+def finish(system: MemorySystem, log: ResultLog, uid: str, done: str) -> None:
+    """Mark a user finished; a raw-turn baseline's in-process copy of it is dropped
+    (no later item reads it, and LongMemEval_M or PersonaMem-1M users would pile up
+    in memory). Stores on disk are kept (`deltamem-facts` reads deltamem's bank)."""
+    log.write({"key": done, "kind": "user_done", "system": system.name, "user": uid})
+    if isinstance(system, TurnSystem):
+        system.reset(uid)
 
 
 @dataclass
