@@ -24,6 +24,21 @@ def clip(text: str, limit: int = EXCERPT_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def memory_lines(hits: list[SearchHit]) -> tuple[list[str], list[str]]:
+    """Facts ("date | fact") and conversation excerpts ("date | speaker: words"),
+    each tier oldest first, so that "the most recent" is where the model looks last."""
+    ordered = sorted(hits, key=lambda h: h.memory.timestamp)
+    facts = [
+        f"{h.memory.timestamp:%Y-%m-%d} | {h.memory.content}" for h in ordered if h.kind == "fact"
+    ]
+    excerpts = [
+        f"{h.memory.timestamp:%Y-%m-%d} | {h.speaker or 'user'}: {clip(h.memory.content)}"
+        for h in ordered
+        if h.kind == "episode"
+    ]
+    return facts, excerpts
+
+
 class Answer(BaseModel):
     text: str
     memories: list[SearchHit]
@@ -39,18 +54,7 @@ class Answerer:
     def prompt(
         self, question: str, hits: list[SearchHit], asked_at: datetime | None = None
     ) -> list[dict[str, str]]:
-        # each tier oldest first, so that "the most recent" is where the model looks last
-        ordered = sorted(hits, key=lambda h: h.memory.timestamp)
-        facts = [
-            f"{h.memory.timestamp:%Y-%m-%d} | {h.memory.content}"
-            for h in ordered
-            if h.kind == "fact"
-        ]
-        excerpts = [
-            f"{h.memory.timestamp:%Y-%m-%d} | {h.speaker or 'user'}: {clip(h.memory.content)}"
-            for h in ordered
-            if h.kind == "episode"
-        ]
+        facts, excerpts = memory_lines(hits)
         user = self._user.substitute(
             facts="\n".join(facts) if facts else "(none)",
             excerpts="\n".join(excerpts) if excerpts else "(none)",

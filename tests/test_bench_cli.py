@@ -46,6 +46,10 @@ def test_halumem_command(tmp_path: Path, scripted: None) -> None:
         "1",
         "--judge",
         "judge",
+        # judge_reply scripts the rubric prompts ("auto" picks decomposed checks for
+        # a model that is not hosted)
+        "--judge-mode",
+        "rubric",
     ]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output

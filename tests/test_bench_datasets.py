@@ -116,6 +116,8 @@ def test_membench_fixture() -> None:
     assert [(t.qa_type, t.scenario, t.tid) for t in trajs] == [
         ("simple", "roles", 0),
         ("simple", "events", 1),
+        ("simple", "items", 2),
+        ("highlevel", "movie", 0),
     ]
     t = trajs[0]
     assert t.steps[0].participation and not t.steps[1].participation
@@ -128,7 +130,7 @@ def test_membench_fixture() -> None:
 
 
 def test_longmemeval_fixture() -> None:
-    a, b = longmemeval.load(FIX / "longmemeval_tiny.json")
+    a, b, *_ = longmemeval.load(FIX / "longmemeval_tiny.json")
     assert not a.abstention and b.abstention
     ss = a.sessions()
     assert [s.session_id for s in ss] == ["sess_a", "sess_b"]
@@ -137,7 +139,7 @@ def test_longmemeval_fixture() -> None:
 
 
 def test_personamem_fixture() -> None:
-    (q,) = personamem.load_questions(FIX / "personamem_questions.csv")
+    q, *_ = personamem.load_questions(FIX / "personamem_questions.csv")
     ctx = personamem.load_contexts(FIX / "personamem_contexts.jsonl")
     assert q.correct_letter == "b" and len(q.all_options) == 4
     s = personamem.context_session(q, ctx)

@@ -135,3 +135,34 @@ def test_report_command_rebuilds_from_files(tmp_path: Path) -> None:
     assert write_report(tmp_path) == tmp_path / "report.html"
     res = CliRunner().invoke(app, ["report", str(tmp_path / "missing")])
     assert res.exit_code != 0
+
+
+def test_judge_free_halumem_report_shows_what_was_measured(
+    tmp_path: Path, embedder: Any, session_strategy: None
+) -> None:
+    from test_bench_halumem import FIX, make_llm
+
+    from deltamem.bench.halumem import HaluMemRun, run_halumem
+
+    out = tmp_path / "run"
+    run_halumem(
+        HaluMemRun(data=FIX, out=out, systems=["deltamem", "retrieval"]),
+        llm=make_llm(),
+        embedder=embedder,
+    )
+    page = (out / "report.html").read_text()
+    titles = [c.get("aria-label") for c in svgs(page)]
+    # no judge ran: no verdict panels, and nothing drawn without a number
+    for empty in ("Memory updating", "Question answering", "QA C share by question type",
+                  "Cumulative QA accuracy by session index"):  # fmt: skip
+        assert empty not in titles
+    assert "No QA verdicts (no judge ran)" in page
+    # what a judge-free run measures, per session
+    assert "State F1 by session index (judge-free)" in titles
+    assert "QA evidence coverage by session index (judge-free)" in titles
+    extraction = svgs(page)[titles.index("Memory extraction")]
+    labels = [t.text for t in extraction.iter("{http://www.w3.org/2000/svg}text")]
+    assert "state F1" in labels and "recall" not in labels  # only the measured metric
+    for chart in svgs(page):  # every panel has a bar or a line
+        tags = {e.tag.rsplit("}", 1)[1] for e in chart.iter()}
+        assert tags & {"rect", "polyline"}, chart.get("aria-label")

@@ -2,6 +2,9 @@
 
     deltamem bench halumem DATA.jsonl --systems deltamem,retrieval --out runs/h1
     deltamem bench locomo locomo10.json --systems deltamem --out runs/l1
+    deltamem bench membench FirstAgentDataLowLevel.json --per-group 5 --out runs/mb1
+    deltamem bench longmemeval longmemeval_s.json --instances 20 --out runs/lme1
+    deltamem bench personamem questions_32k.csv shared_contexts_32k.jsonl --out runs/pm1
 
     deltamem bench report runs/h1
     deltamem bench agreement --judge local --labels bench/labels
@@ -16,14 +19,19 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
+if TYPE_CHECKING:
+    from deltamem.llm.base import LLM
+
 app = typer.Typer(
-    help="Run memory benchmarks (HaluMem, LoCoMo) on memory systems.", no_args_is_help=True
+    help="Run memory benchmarks (HaluMem, LoCoMo, MemBench, LongMemEval, PersonaMem) on memory "
+    "systems.",
+    no_args_is_help=True,
 )
 console = Console(stderr=True)
 
@@ -103,6 +111,20 @@ def _own(out: Path) -> Iterator[None]:
     except RunDirBusy as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
+
+
+def _judge_llm(judge: str, llm: str | None, model: LLM, timeout: float, out: Path) -> LLM | None:
+    """The judge's LLM: None for --judge none, the systems' model when the specs match."""
+    from deltamem.bench.log import log_calls
+    from deltamem.llm import make_llm
+
+    if judge.strip().lower() == "none":
+        return None
+    if judge.strip() == (llm or ""):
+        return model
+    judge_llm = make_llm(judge, timeout=timeout)
+    log_calls(judge_llm, out)
+    return judge_llm
 
 
 def _summary(metrics: dict, out: Path) -> None:
@@ -223,6 +245,179 @@ def locomo(
             progress=advance,
         )
         metrics = run_locomo(run, llm=model, embedder=emb, judge=judge_llm)
+    _summary(metrics, out)
+
+
+ResumeOpt = Annotated[bool, typer.Option(help="Skip items already in results.jsonl.")]
+KOpt = Annotated[int, typer.Option("--k", help="Items retrieved per question.")]
+
+
+@app.command()
+def membench(
+    data: Annotated[
+        Path,
+        typer.Argument(
+            exists=True, dir_okay=False, help="A MemBench file, e.g. FirstAgentDataLowLevel.json"
+        ),
+    ],
+    systems: SystemsOpt = "deltamem",
+    out: OutOpt = Path("bench-out/membench"),
+    trajectories: Annotated[int | None, typer.Option(help="The first N trajectories.")] = None,
+    per_group: Annotated[
+        int | None, typer.Option(help="The first N trajectories of each question type × group.")
+    ] = None,
+    noise: Annotated[
+        int,
+        typer.Option(
+            help="Insert N noise steps from other trajectories before each question "
+            "(capacity: runs with several values can share --out with --resume)."
+        ),
+    ] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of the noise draw.")] = 0,
+    k: KOpt = 10,
+    llm: LLMOpt = None,
+    embedder: EmbOpt = None,
+    resume: ResumeOpt = False,
+    timeout: TimeoutOpt = 900.0,
+) -> None:
+    """MemBench: multiple-choice accuracy, recall@k of target steps, capacity.
+
+    Accuracy by scenario (participation / observation) and level (factual /
+    reflective), recall@k of target_step_id, accuracy per history length (--noise),
+    read and write time per step."""
+    from deltamem.bench.log import log_calls
+    from deltamem.bench.membench import MemBenchRun, run_membench
+    from deltamem.embed import make_embedder
+    from deltamem.llm import make_llm
+
+    names = _systems(systems)
+    emb = make_embedder(embedder)
+    model = make_llm(llm, timeout=timeout)
+    log_calls(model, out)
+    with _own(out), _progress() as advance:
+        run = MemBenchRun(
+            data=data,
+            out=out,
+            systems=names,
+            trajectories=trajectories,
+            per_group=per_group,
+            noise=noise,
+            seed=seed,
+            resume=resume,
+            qa_k=k,
+            progress=advance,
+        )
+        metrics = run_membench(run, llm=model, embedder=emb)
+    _summary(metrics, out)
+
+
+@app.command()
+def longmemeval(
+    data: Annotated[
+        Path,
+        typer.Argument(
+            exists=True, dir_okay=False, help="longmemeval_oracle.json, _s.json or _m.json"
+        ),
+    ],
+    systems: SystemsOpt = "deltamem",
+    out: OutOpt = Path("bench-out/longmemeval"),
+    instances: Annotated[int | None, typer.Option(help="The first N instances.")] = None,
+    question: Annotated[
+        list[str] | None, typer.Option("--question", help="Only this question id (repeatable).")
+    ] = None,
+    k: KOpt = 20,
+    llm: LLMOpt = None,
+    judge: JudgeOpt = "none",
+    judge_mode: JudgeModeOpt = "auto",
+    embedder: EmbOpt = None,
+    resume: ResumeOpt = False,
+    timeout: TimeoutOpt = 900.0,
+) -> None:
+    """LongMemEval: accuracy by question type, token F1, evidence recall.
+
+    Accuracy by question type and on abstention questions with --judge; token F1
+    always; session- and turn-level recall of the evidence."""
+    from deltamem.bench.log import log_calls
+    from deltamem.bench.longmemeval import LongMemEvalRun, run_longmemeval
+    from deltamem.embed import make_embedder
+    from deltamem.llm import make_llm
+
+    names = _systems(systems)
+    emb = make_embedder(embedder)
+    model = make_llm(llm, timeout=timeout)
+    log_calls(model, out)
+    judge_llm = _judge_llm(judge, llm, model, timeout, out)
+    with _own(out), _progress() as advance:
+        run = LongMemEvalRun(
+            data=data,
+            out=out,
+            systems=names,
+            instances=instances,
+            only=tuple(question or ()),
+            resume=resume,
+            qa_k=k,
+            judge_mode=judge_mode,
+            progress=advance,
+        )
+        try:
+            metrics = run_longmemeval(run, llm=model, embedder=emb, judge=judge_llm)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from exc
+    _summary(metrics, out)
+
+
+@app.command()
+def personamem(
+    questions: Annotated[
+        Path, typer.Argument(exists=True, dir_okay=False, help="questions_32k.csv (or 128k, 1M)")
+    ],
+    contexts: Annotated[
+        Path,
+        typer.Argument(exists=True, dir_okay=False, help="shared_contexts_32k.jsonl (same size)"),
+    ],
+    systems: SystemsOpt = "deltamem",
+    out: OutOpt = Path("bench-out/personamem"),
+    shared_contexts: Annotated[
+        int | None, typer.Option(help="The first N shared contexts (all their questions).")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="The first N questions of the CSV.")] = None,
+    chunk: Annotated[int, typer.Option(help="Most context messages in one session.")] = 20,
+    k: KOpt = 10,
+    llm: LLMOpt = None,
+    embedder: EmbOpt = None,
+    resume: ResumeOpt = False,
+    timeout: TimeoutOpt = 900.0,
+) -> None:
+    """PersonaMem: multiple-choice accuracy by question type.
+
+    Each shared context is ingested once and its questions asked where the context
+    reaches their end index."""
+    from deltamem.bench.log import log_calls
+    from deltamem.bench.personamem import PersonaMemRun, run_personamem
+    from deltamem.embed import make_embedder
+    from deltamem.llm import make_llm
+
+    names = _systems(systems)
+    emb = make_embedder(embedder)
+    model = make_llm(llm, timeout=timeout)
+    log_calls(model, out)
+    with _own(out), _progress() as advance:
+        run = PersonaMemRun(
+            questions=questions,
+            contexts=contexts,
+            out=out,
+            systems=names,
+            shared_contexts=shared_contexts,
+            limit=limit,
+            resume=resume,
+            qa_k=k,
+            chunk=chunk,
+            progress=advance,
+        )
+        try:
+            metrics = run_personamem(run, llm=model, embedder=emb)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from exc
     _summary(metrics, out)
 
 

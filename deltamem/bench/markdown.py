@@ -122,6 +122,109 @@ def locomo_tables(metrics: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
+def _cost(metrics: dict[str, Any]) -> list[str]:
+    return [
+        "Cost (per session; seconds are totals)",
+        table(["system", *COST_KEYS], _metric_rows(metrics, "cost", COST_KEYS)),
+    ]
+
+
+def by_tables(metrics: dict[str, Any], field: str, label: str, keys: Sequence[str]) -> list[str]:
+    """One table per key: systems as rows, the groups of `field` as columns."""
+    groups = list(dict.fromkeys(g for m in metrics.values() for g in (m.get(field) or {})))
+    if not groups:
+        return []
+    out = []
+    for key in keys:
+        rows = [[s, *(_get(m, field, g, key) for g in groups)] for s, m in metrics.items()]
+        out += [f"{key} by {label}", table(["system", *groups], rows)]
+    first = next(iter(metrics.values()))
+    out += [
+        f"questions by {label}",
+        table(["", *groups], [["n", *(_get(first, field, g, "n") for g in groups)]]),
+    ]
+    return out
+
+
+def membench_tables(metrics: dict[str, Any]) -> str:
+    ks = list(dict.fromkeys(k for m in metrics.values() for k in (m.get("recall_at_k") or {})))
+    rows = [
+        [
+            s,
+            m.get("accuracy"),
+            *(_get(m, "recall_at_k", k) for k in ks),
+            m.get("n"),
+            m.get("errors"),
+        ]
+        for s, m in metrics.items()
+    ]
+    timing = ("write_seconds_per_step", "read_seconds_per_question", "answer_seconds_per_question")
+    parts = [
+        "Overall",
+        table(["system", "accuracy", *(f"recall@{k}" for k in ks), "n", "errors"], rows),
+        "Time (seconds)",
+        table(["system", *timing], _metric_rows(metrics, "timing", timing)),
+    ]
+    parts += by_tables(metrics, "by_scenario", "scenario", ("accuracy", "recall"))
+    parts += by_tables(metrics, "by_level", "level", ("accuracy", "recall"))
+    parts += by_tables(metrics, "by_qa_type", "question type", ("accuracy", "recall"))
+    buckets = list(
+        dict.fromkeys(b["bucket"] for m in metrics.values() for b in m.get("capacity") or [])
+    )
+    if buckets:
+        cap = [
+            [
+                s,
+                *(
+                    next((b["accuracy"] for b in m.get("capacity") or [] if b["bucket"] == x), None)
+                    for x in buckets
+                ),
+            ]
+            for s, m in metrics.items()
+        ]
+        parts += ["Capacity: accuracy by history length (steps)", table(["system", *buckets], cap)]
+    return "\n\n".join(parts + _cost(metrics))
+
+
+def longmemeval_tables(metrics: dict[str, Any]) -> str:
+    keys = ("accuracy", "f1", "session_recall", "turn_recall")
+    rows = [
+        [
+            s,
+            *(m.get(k) for k in keys),
+            _get(m, "abstention", "accuracy"),
+            _get(m, "abstention", "f1"),
+            m.get("n"),
+            m.get("errors"),
+        ]
+        for s, m in metrics.items()
+    ]
+    headers = ["system", *keys, "abstention accuracy", "abstention f1", "n", "errors"]
+    parts = ["Overall (accuracy: LLM judge)", table(headers, rows)]
+    parts += by_tables(metrics, "by_type", "question type", keys)
+    return "\n\n".join(parts + _cost(metrics))
+
+
+def personamem_tables(metrics: dict[str, Any]) -> str:
+    parts = [
+        "Overall",
+        table(
+            ["system", "accuracy", "n", "errors"],
+            _metric_rows(metrics, None, ("accuracy", "n", "errors")),
+        ),
+    ]
+    parts += by_tables(metrics, "by_type", "question type", ("accuracy",))
+    parts += by_tables(metrics, "by_topic", "topic", ("accuracy",))
+    return "\n\n".join(parts + _cost(metrics))
+
+
+TABLES = {
+    "membench": membench_tables,
+    "longmemeval": longmemeval_tables,
+    "personamem": personamem_tables,
+}
+
+
 def usage_table(usage: dict[str, dict[str, float]]) -> str:
     rows = [
         [
@@ -145,7 +248,10 @@ def run_tables(out: Path) -> str:
     """All tables of the run in OUT (metrics.json, and llm_usage.json if present)."""
     metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     first = next(iter(metrics.values()), {})
-    body = halumem_tables(metrics) if "extraction" in first else locomo_tables(metrics)
+    if first.get("benchmark") in TABLES:
+        body = TABLES[first["benchmark"]](metrics)
+    else:
+        body = halumem_tables(metrics) if "extraction" in first else locomo_tables(metrics)
     usage_path = out / USAGE
     if usage_path.exists():
         usage = json.loads(usage_path.read_text(encoding="utf-8"))

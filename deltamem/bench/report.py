@@ -3,11 +3,12 @@ file (inline CSS and SVG, no script, no network), built from OUT/metrics.json an
 OUT/results.jsonl only, so it can be rebuilt at any time
 (`deltamem bench report OUT`).
 
-HaluMem runs get: a summary table; bars per system for extraction, updating and
-QA; QA by question type; cumulative QA accuracy by session index (judge-free
-cumulative evidence recall when no judge ran); time and tokens per session.
-LoCoMo runs get: a summary table; F1 and judge accuracy by category; time and
-tokens per session.
+Each benchmark has its body: HaluMem in `report_halumem.py`; LoCoMo here (a
+summary table, F1 / judge / evidence recall by category); MemBench, LongMemEval
+and PersonaMem in `report_qa.py`. All end with the cost section (time and
+tokens per session). A chart with no number in it is left out (`bars`, `lines`,
+`panels` return "" then): a judge-free run shows what it measured, not empty
+panels.
 """
 
 from __future__ import annotations
@@ -219,6 +220,31 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def bars(title: str, groups: Sequence[str], series: dict[str, Sequence[Num]], **kw: Any) -> str:
+    """`bar_chart` over the groups some series has a value for; "" when none has any
+    (a panel of dashes says nothing: it is left out)."""
+    keep = [i for i in range(len(groups)) if any(_num(vs[i]) is not None for vs in series.values())]
+    if not keep:
+        return ""
+    return bar_chart(
+        title,
+        [groups[i] for i in keep],
+        {s: [vs[i] for i in keep] for s, vs in series.items()},
+        **kw,
+    )
+
+
+def lines(title: str, series: dict[str, Sequence[tuple[float, float]]], **kw: Any) -> str:
+    """`line_chart`, or "" when no series has a point."""
+    return line_chart(title, series, **kw) if any(series.values()) else ""
+
+
+def panels(figures: Sequence[str]) -> str:
+    """The non-empty figures side by side; "" when all are empty."""
+    kept = [f for f in figures if f]
+    return '<div class="charts">' + "\n".join(kept) + "</div>" if kept else ""
+
+
 def _get(d: Any, *path: str) -> Any:
     for p in path:
         if not isinstance(d, dict):
@@ -247,28 +273,6 @@ def session_costs(records: Sequence[dict[str, Any]], system: str) -> list[dict[s
                 "session_tokens": sum(float(c.get("session_tokens", 0) or 0) for c in cs) / n,
             }
         )
-    return out
-
-
-def cumulative_evidence_recall(
-    records: Sequence[dict[str, Any]], system: str
-) -> list[tuple[float, float]]:
-    """Judge-free stand-in for cumulative QA accuracy: mean evidence recall of all
-    questions asked up to each session index."""
-    qs = [
-        r
-        for r in records
-        if r.get("kind") == "question"
-        and r.get("system") == system
-        and isinstance(r.get("session"), int)
-        and r.get("evidence_recall") is not None
-    ]
-    out, total, n = [], 0.0, 0
-    for s in sorted({int(q["session"]) for q in qs}):
-        here = [float(q["evidence_recall"]) for q in qs if int(q["session"]) == s]
-        total += sum(here)
-        n += len(here)
-        out.append((float(s), total / n))
     return out
 
 
@@ -317,193 +321,34 @@ def _cost_section(metrics: dict[str, Any], records: Sequence[dict[str, Any]]) ->
         "(adds + updates).</p>"
     )
     per = {s: session_costs(records, s) for s in systems}
-    out.append('<div class="charts">')
     out.append(
-        line_chart(
-            "Time to add a session (s), by session index",
-            {s: [(p["session"], p["add_seconds"]) for p in per[s]] for s in systems},
-            xlabel="session index",
-        )
-    )
-    out.append(
-        line_chart(
-            "Prompt tokens per session, by session index",
-            {s: [(p["session"], p["prompt_tokens"]) for p in per[s]] for s in systems},
-            xlabel="session index",
-        )
-    )
-    out.append(
-        bar_chart(
-            "Tokens per session (mean)",
-            ["prompt", "completion", "dialogue"],
-            {
-                s: [
-                    _get(metrics[s], "cost", "prompt_tokens_per_session"),
-                    _get(metrics[s], "cost", "completion_tokens_per_session"),
-                    _get(metrics[s], "cost", "session_tokens_per_session"),
-                ]
-                for s in systems
-            },
-        )
-    )
-    out.append("</div>")
-    return "\n".join(out)
-
-
-# --- HaluMem -------------------------------------------------------------------------------
-EXTRACTION = [
-    ("recall", "recall"),
-    ("weighted_recall", "weighted recall"),
-    ("target_precision", "target precision"),
-    ("accuracy", "accuracy"),
-    ("fmr", "FMR"),
-    ("f1", "F1"),
-    ("state_f1", "state F1"),
-]
-CHO = [("correct", "C"), ("hallucination", "H"), ("omission", "O")]
-
-
-def halumem_body(metrics: dict[str, Any], records: Sequence[dict[str, Any]]) -> str:
-    systems = list(metrics)
-    out = ["<h2>Summary</h2>"]
-    headers = ["system"] + [label for _, label in EXTRACTION]
-    headers += [f"update {c}" for _, c in CHO] + [f"QA {c}" for _, c in CHO]
-    headers += [
-        "update hit@10",
-        "QA evidence recall@20",
-        "QA evidence coverage@20",
-        "QA answer F1",
-        "errors",
-    ]
-    rows = []
-    for s in systems:
-        m = metrics[s]
-        row: list[Any] = [s] + [_get(m, "extraction", k) for k, _ in EXTRACTION]
-        row += [_get(m, "update", k) for k, _ in CHO] + [_get(m, "qa", k) for k, _ in CHO]
-        row += [
-            _get(m, "retrieval", "update_hit_at_10"),
-            _get(m, "retrieval", "qa_evidence_recall_at_20"),
-            _get(m, "retrieval", "qa_evidence_coverage_at_20"),
-            _get(m, "retrieval", "qa_answer_f1"),
-            _get(m, "retrieval", "errors"),
-        ]
-        rows.append(row)
-    out.append(table(headers, rows))
-    n_update = ", ".join(f"{s} {_get(metrics[s], 'update', 'n')}" for s in systems)
-    n_qa = ", ".join(f"{s} {_get(metrics[s], 'qa', 'n')}" for s in systems)
-    out.append(
-        '<p class="note">Shares in [0, 1]; – means not measured (e.g. no judge ran). '
-        f"Judged items: update n = {esc(n_update)}; QA n = {esc(n_qa)}.</p>"
-    )
-    out.append("<h2>Tasks</h2>")
-    out.append('<div class="charts">')
-    out.append(
-        bar_chart(
-            "Memory extraction",
-            [label for _, label in EXTRACTION],
-            {s: [_get(metrics[s], "extraction", k) for k, _ in EXTRACTION] for s in systems},
-            ymax=1.0,
-        )
-    )
-    out.append(
-        bar_chart(
-            "Memory updating",
-            ["correct", "hallucination", "omission"],
-            {s: [_get(metrics[s], "update", k) for k, _ in CHO] for s in systems},
-            ymax=1.0,
-        )
-    )
-    out.append(
-        bar_chart(
-            "Question answering",
-            ["correct", "hallucination", "omission"],
-            {s: [_get(metrics[s], "qa", k) for k, _ in CHO] for s in systems},
-            ymax=1.0,
-        )
-    )
-    out.append("</div>")
-
-    types = sorted({t for s in systems for t in (_get(metrics[s], "qa", "by_type") or {})})
-    out.append("<h2>QA by question type</h2>")
-    if types:
-        out.append('<div class="charts">')
-        for key, label in CHO:
-            out.append(
-                bar_chart(
-                    f"QA {label} share by question type",
-                    types,
+        panels(
+            [
+                lines(
+                    "Time to add a session (s), by session index",
+                    {s: [(p["session"], p["add_seconds"]) for p in per[s]] for s in systems},
+                    xlabel="session index",
+                ),
+                lines(
+                    "Prompt tokens per session, by session index",
+                    {s: [(p["session"], p["prompt_tokens"]) for p in per[s]] for s in systems},
+                    xlabel="session index",
+                ),
+                bars(
+                    "Tokens per session (mean)",
+                    ["prompt", "completion", "dialogue"],
                     {
-                        s: [_get(metrics[s], "qa", "by_type", t, key) for t in types]
+                        s: [
+                            _get(metrics[s], "cost", "prompt_tokens_per_session"),
+                            _get(metrics[s], "cost", "completion_tokens_per_session"),
+                            _get(metrics[s], "cost", "session_tokens_per_session"),
+                        ]
                         for s in systems
                     },
-                    ymax=1.0,
-                )
-            )
-        out.append("</div>")
-        out.append(
-            table(
-                ["question type"] + [f"{s} {c}" for s in systems for _, c in CHO] + ["n"],
-                [
-                    [t]
-                    + [_get(metrics[s], "qa", "by_type", t, k) for s in systems for k, _ in CHO]
-                    + [_get(metrics[systems[0]], "qa", "by_type", t, "n")]
-                    for t in types
-                ],
-            )
-        )
-    else:
-        out.append('<p class="note">No questions.</p>')
-
-    out.append("<h2>Over sessions</h2>")
-    out.append('<div class="charts">')
-    cum = {
-        s: [
-            (float(p["session"]), float(p["accuracy"]))
-            for p in metrics[s].get("qa_by_session") or []
-        ]
-        for s in systems
-    }
-    if any(cum.values()):
-        out.append(
-            line_chart(
-                "Cumulative QA accuracy by session index",
-                cum,
-                xlabel="session index",
-                ymax=1.0,
-            )
-        )
-    else:
-        out.append('<p class="note">No judged questions: no cumulative QA accuracy.</p>')
-    out.append(
-        line_chart(
-            "Cumulative QA evidence recall by session index (judge-free)",
-            {s: cumulative_evidence_recall(records, s) for s in systems},
-            xlabel="session index",
-            ymax=1.0,
+                ),
+            ]
         )
     )
-    out.append("</div>")
-    mtypes = sorted(
-        {t for s in systems for t in (_get(metrics[s], "extraction", "by_memory_type") or {})}
-    )
-    if mtypes:
-        out.append("<h2>Extraction by memory type</h2>")
-        out.append(
-            table(
-                ["memory type"]
-                + [f"{s} {k}" for s in systems for k in ("recall", "weighted recall", "FMR")],
-                [
-                    [t]
-                    + [
-                        _get(metrics[s], "extraction", "by_memory_type", t, k)
-                        for s in systems
-                        for k in ("recall", "weighted_recall", "fmr")
-                    ]
-                    for t in mtypes
-                ],
-            )
-        )
-    out.append(_cost_section(metrics, records))
     return "\n".join(out)
 
 
@@ -522,21 +367,23 @@ def locomo_body(metrics: dict[str, Any], records: Sequence[dict[str, Any]]) -> s
     )
     cats = list(dict.fromkeys(c for s in systems for c in (metrics[s].get("by_category") or {})))
     out.append("<h2>By category</h2>")
-    out.append('<div class="charts">')
-    for key, label in (
-        ("f1", "token F1"),
-        ("judge", "LLM-judge accuracy"),
-        ("evidence_recall", "evidence recall"),
-    ):
-        out.append(
-            bar_chart(
-                f"{label} by category",
-                cats,
-                {s: [_get(metrics[s], "by_category", c, key) for c in cats] for s in systems},
-                ymax=1.0,
-            )
+    out.append(
+        panels(
+            [
+                bars(
+                    f"{label} by category",
+                    cats,
+                    {s: [_get(metrics[s], "by_category", c, key) for c in cats] for s in systems},
+                    ymax=1.0,
+                )
+                for key, label in (
+                    ("f1", "token F1"),
+                    ("judge", "LLM-judge accuracy"),
+                    ("evidence_recall", "evidence recall"),
+                )
+            ]
         )
-    out.append("</div>")
+    )
     out.append(
         table(
             ["category"] + [f"{s} {k}" for s in systems for k in ("F1", "judge")] + ["n"],
@@ -553,32 +400,54 @@ def locomo_body(metrics: dict[str, Any], records: Sequence[dict[str, Any]]) -> s
 
 
 # --- the file ------------------------------------------------------------------------------
+NAMES = {
+    "halumem": "HaluMem",
+    "locomo": "LoCoMo",
+    "membench": "MemBench",
+    "longmemeval": "LongMemEval",
+    "personamem": "PersonaMem",
+}
+
+
 def benchmark_of(metrics: dict[str, Any]) -> str:
+    """The benchmark a metrics.json is from: its `benchmark` field, else (runs from
+    before that field) LoCoMo when it has categories and HaluMem otherwise."""
     first = next(iter(metrics.values()), {})
-    return "locomo" if isinstance(first, dict) and "by_category" in first else "halumem"
+    if not isinstance(first, dict):
+        return "halumem"
+    if first.get("benchmark") in NAMES:
+        return str(first["benchmark"])
+    return "locomo" if "by_category" in first else "halumem"
+
+
+def body_of(kind: str, metrics: dict[str, Any], records: Sequence[dict[str, Any]]) -> str:
+    from deltamem.bench import report_halumem, report_qa
+
+    bodies = {
+        "halumem": report_halumem.halumem_body,
+        "locomo": locomo_body,
+        "membench": report_qa.membench_body,
+        "longmemeval": report_qa.longmemeval_body,
+        "personamem": report_qa.personamem_body,
+    }
+    return bodies[kind](metrics, records)
 
 
 def render(
     metrics: dict[str, Any], records: Sequence[dict[str, Any]], *, title: str | None = None
 ) -> str:
     kind = benchmark_of(metrics)
-    if not metrics:
-        body = '<p class="note">No results yet.</p>'
-    elif kind == "locomo":
-        body = locomo_body(metrics, records)
-    else:
-        body = halumem_body(metrics, records)
+    name = NAMES[kind]
+    body = body_of(kind, metrics, records) if metrics else '<p class="note">No results yet.</p>'
     users = len({r.get("user") for r in records if r.get("kind") == "session"})
     meta = (
-        f"{'LoCoMo' if kind == 'locomo' else 'HaluMem'} · systems: {', '.join(metrics) or '–'}"
+        f"{name} · systems: {', '.join(metrics) or '–'}"
         f" · users/conversations: {users} · {len(records)} logged records"
         f" · built {datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
     )
     page = Template(TEMPLATE.read_text(encoding="utf-8"))
     return page.substitute(
-        title=esc(title or f"deltamem bench · {'LoCoMo' if kind == 'locomo' else 'HaluMem'}"),
-        meta=esc(meta),
-        body=body,
+        title=esc(title or f"deltamem bench · {name}"), meta=esc(meta), body=body
     )
 
 

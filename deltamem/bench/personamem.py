@@ -1,0 +1,221 @@
+"""The PersonaMem runner (SPEC §4.4), on the release's files unchanged: a
+questions CSV (`questions_32k.csv`, ...) and its shared contexts JSONL
+(`shared_contexts_32k.jsonl`, ...).
+
+Several questions share one context, each seeing it up to its
+`end_index_in_shared_context`. Per system, per shared context (its own user):
+the context is ingested once, in order, and each question is asked as soon as
+the context has reached its end index, so no question sees later messages and
+no message is added twice. The context is cut into sessions at each system
+message (where PersonaMem starts a new conversation), at each question's end
+index and every `chunk` messages. Questions are multiple choice (the letter
+answerer of `bench/choice.py`); accuracy overall and by question type.
+
+--resume skips what results.jsonl holds; it must be given the same questions
+(the cut points depend on them).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from deltamem.bench.answering import as_search_hits, error_text
+from deltamem.bench.choice import ChoiceAnswerer
+from deltamem.bench.datasets import personamem as ds
+from deltamem.bench.log import RESULTS, ResultLog, read_records, write_usage
+from deltamem.bench.metrics import qa
+from deltamem.bench.metrics.cost import cost_metrics
+from deltamem.bench.report import write_report_safely
+from deltamem.bench.runner import Make, Progress, add_logged, each_system, finish, search
+from deltamem.bench.systems import MemorySystem
+from deltamem.embed import Embedder
+from deltamem.llm.base import LLM
+
+QA_K = 10
+CHUNK = 20
+METRICS = "metrics.json"
+
+
+@dataclass
+class PersonaMemRun:
+    questions: Path
+    contexts: Path
+    out: Path
+    systems: Sequence[str]
+    shared_contexts: int | None = None  # the first N shared contexts (of the questions)
+    limit: int | None = None  # the first N questions of the CSV
+    resume: bool = False
+    qa_k: int = QA_K
+    chunk: int = CHUNK  # most messages in one session
+    progress: Progress | None = None
+
+
+def by_context(questions: Sequence[ds.PMQuestion]) -> dict[str, list[ds.PMQuestion]]:
+    """Questions per shared context (contexts in first-seen order), each list in
+    the order the context reaches them."""
+    out: dict[str, list[ds.PMQuestion]] = {}
+    for q in questions:
+        out.setdefault(q.shared_context_id, []).append(q)
+    return {k: sorted(v, key=lambda q: q.end_index_in_shared_context) for k, v in out.items()}
+
+
+def cut_points(raw: list[dict[str, Any]], ends: set[int], chunk: int) -> list[tuple[int, int]]:
+    """[start, stop) ranges covering messages 0..max(ends): a new range at each
+    system message, after each end index, and every `chunk` messages."""
+    if not ends:
+        return []
+    last = min(max(ends), len(raw) - 1)
+    out, start = [], 0
+    for i in range(last + 1):
+        system = str(raw[i].get("role", "")) == "system"
+        if i > start and (system or i - start >= max(chunk, 1)):
+            out.append((start, i))
+            start = i
+        if i in ends:
+            out.append((start, i + 1))
+            start = i + 1
+    if start <= last:
+        out.append((start, last + 1))
+    return out
+
+
+def run_personamem(
+    run: PersonaMemRun, *, llm: LLM, embedder: Embedder, make: Make | None = None
+) -> dict[str, Any]:
+    run.out.mkdir(parents=True, exist_ok=True)
+    questions = ds.load_questions(run.questions)
+    questions = questions[: run.limit] if run.limit is not None else questions
+    groups = by_context(questions)
+    if run.shared_contexts is not None:
+        groups = dict(list(groups.items())[: run.shared_contexts])
+    contexts = ds.load_contexts(run.contexts)
+    missing = [c for c in groups if c not in contexts]
+    if missing:
+        raise ValueError(f"shared context {missing[0]} of the questions is not in {run.contexts}")
+    log = ResultLog(run.out / RESULTS, resume=run.resume)
+    answerer = ChoiceAnswerer(llm)
+    try:
+        for system, fresh in each_system(run.systems, run.out, run.resume, llm, embedder, make):
+            for cid, qs in groups.items():
+                _context(run, system, log, answerer, cid, contexts[cid], qs, fresh)
+    finally:
+        log.close()
+    return write_metrics(run.out)
+
+
+def _tick(run: PersonaMemRun, what: str) -> None:
+    if run.progress is not None:
+        run.progress(what, 1)
+
+
+def _context(
+    run: PersonaMemRun,
+    system: MemorySystem,
+    log: ResultLog,
+    answerer: ChoiceAnswerer,
+    cid: str,
+    raw: list[dict[str, Any]],
+    qs: list[ds.PMQuestion],
+    fresh: bool,
+) -> None:
+    uid = f"pm:{cid}".replace("/", "_")
+    prefix = f"{system.name}|{uid}"
+    done = f"{prefix}|done"
+    if log.has(done):
+        return
+    if fresh:
+        system.reset(uid)
+    ends = {q.end_index_in_shared_context for q in qs}
+    turn_ids: dict[str, list[str]] = {}
+    pending = list(qs)
+    for k, (start, stop) in enumerate(cut_points(raw, ends, run.chunk)):
+        bench = ds.range_session(cid, raw, start, stop, session_id=f"c{start}-{stop - 1}")
+        turn_ids[bench.session_id] = bench.turn_ids
+        fields = {"session": k, "start": start, "stop": stop}
+        if add_logged(system, log, uid, bench, f"{prefix}|session|{start}-{stop}", fields):
+            _tick(run, "sessions")
+        while pending and pending[0].end_index_in_shared_context < stop:
+            _question(run, system, log, answerer, pending.pop(0), uid, prefix)
+    for q in pending:  # an end index past the context's end: all of it was seen
+        _question(run, system, log, answerer, q, uid, prefix)
+    finish(system, log, uid, done)
+
+
+def _question(
+    run: PersonaMemRun,
+    system: MemorySystem,
+    log: ResultLog,
+    answerer: ChoiceAnswerer,
+    q: ds.PMQuestion,
+    uid: str,
+    prefix: str,
+) -> None:
+    key = f"{prefix}|question|{q.question_id}"
+    if log.has(key):
+        return
+    extra = q.model_extra or {}
+    rec: dict[str, Any] = {
+        "key": key,
+        "kind": "question",
+        "system": system.name,
+        "user": uid,
+        "question_id": q.question_id,
+        "question_type": q.question_type,
+        "persona_id": q.persona_id,
+        "topic": extra.get("topic"),
+        "shared_context_id": q.shared_context_id,
+        "end_index": q.end_index_in_shared_context,
+        "question": q.user_question_or_message,
+        "choices": q.choices,
+        "ground_truth": q.correct_letter,
+    }
+    found = search(system, uid, q.user_question_or_message, run.qa_k)
+    rec["error"] = found.error
+    rec["search_seconds"] = found.seconds
+    rec["retrieved"] = [r.text for r in found.found]
+    rec["prediction"] = None
+    asked_at = max((r.timestamp for r in found.found if r.timestamp), default=None)
+    t0 = time.perf_counter()
+    try:
+        hits = as_search_hits(found.found, uid, asked_at or datetime.now(UTC))
+        rec["prediction"] = answerer.choose(q.user_question_or_message, q.choices, hits)
+    except Exception as exc:
+        rec["error"] = rec["error"] or error_text(exc)
+    rec["answer_seconds"] = time.perf_counter() - t0
+    rec["correct"] = (rec["prediction"] or "").strip().lower() == q.correct_letter
+    log.write(rec)
+    _tick(run, "questions")
+
+
+def aggregate(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    questions = [r for r in records if r.get("kind") == "question"]
+    return {
+        "accuracy": qa.accuracy(questions),
+        "n": len(questions),
+        "by_type": qa.grouped(questions, "question_type"),
+        "by_topic": qa.grouped(questions, "topic"),
+        "timing": {
+            "read_seconds_per_question": qa.mean_of(questions, "search_seconds"),
+            "answer_seconds_per_question": qa.mean_of(questions, "answer_seconds"),
+        },
+        "errors": qa.errors(records),
+    }
+
+
+def write_metrics(out: Path) -> dict[str, Any]:
+    records = list(read_records(out / RESULTS))
+    systems = list(dict.fromkeys(str(r["system"]) for r in records if "system" in r))
+    metrics: dict[str, Any] = {}
+    for s in systems:
+        rs = [r for r in records if r.get("system") == s]
+        metrics[s] = {"benchmark": "personamem", **aggregate(rs), "cost": cost_metrics(rs)}
+    (out / METRICS).write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+    write_usage(out)
+    write_report_safely(out)
+    return metrics
