@@ -74,22 +74,58 @@ def test_qa_settled_in_code_without_the_model(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("said", "qa", "locomo"),
-    [
-        ("yes", "correct", "CORRECT"),
-        ("partly", "omission", "CORRECT"),
-        ("no", "hallucination", "WRONG"),
-    ],
+    ("said", "qa", "locomo"), [("yes", "correct", "CORRECT"), ("no", "hallucination", "WRONG")]
 )
 def test_qa_check_answers_compose(tmp_path: Path, said: str, qa: str, locomo: str) -> None:
     j, llm = judges(tmp_path, said)
     q, ref = "What did she research?", "Adoption agencies"
     assert j.qa(q, ref, [], "She looked into how to adopt.")["verdict"] == qa
     assert j.locomo(q, ref, "She looked into how to adopt.")["label"] == locomo
-    # one closed question, answered by schema, greedy
+    # one closed question, answered by schema, greedy (this model cannot score options)
     req = llm.requests[0]
-    assert req["schema"]["properties"]["answer"]["enum"] == ["yes", "partly", "no"]
+    assert req["schema"]["properties"]["answer"]["enum"] == ["yes", "no"]
     assert req["temperature"] == 0.0 and "Reference answer: Adoption agencies" in str(req)
+
+
+def test_part_of_a_list_is_an_omission_for_halumem_and_right_for_locomo(tmp_path: Path) -> None:
+    j, _ = judges(tmp_path, "no")
+    q, ref = "Which films does she like?", "Adventure films and mystery thrillers"
+    assert j.qa(q, ref, [], "Adventure films.")["verdict"] == "omission"
+    assert j.locomo(q, ref, "Adventure films.")["label"] == "CORRECT"
+    assert j.qa(q, ref, [], "Comedies.")["verdict"] == "hallucination"
+
+
+class ScoringLLM(ScriptedLLM):
+    """A model that scores options: P(yes) is scripted per call."""
+
+    def __init__(self, p_yes: float) -> None:
+        super().__init__()
+        self.p = p_yes
+
+    def _options(self, messages, options, *, timeout):  # type: ignore[no-untyped-def]
+        import math
+
+        from deltamem.llm.base import Completion
+
+        self.requests.append({"messages": messages, "options": options})
+        scores = {"yes": math.log(self.p), "no": math.log(1 - self.p)}
+        return scores, Completion("", 10, 0)
+
+
+@pytest.mark.parametrize(("p", "score"), [(0.9, 2), (0.5, 1), (0.1, 0)])
+def test_integrity_grades_the_probability(tmp_path: Path, p: float, score: int) -> None:
+    llm = ScoringLLM(p)
+    j = DecomposedJudges(llm, JudgeCache(tmp_path / "c.sqlite"))
+    got = j.integrity(["Ana moved to Portugal."], "Ana lives in Porto, Portugal")
+    assert got["score"] == score and f"{p:.2f}" in got["reason"]
+    assert llm.requests[0]["options"] == ["yes", "no"] and llm.usage.calls == 1
+    # thresholds are the caller's to set (tuned on the labels' tune half)
+    strict = DecomposedJudges(
+        llm, JudgeCache(tmp_path / "c.sqlite"), thresholds={"covers_full": 0.95}
+    )
+    assert strict.integrity(["Ana moved to Portugal."], "Ana lives in Porto, Portugal")[
+        "score"
+    ] == min(score, 1)
 
 
 def test_update_verdicts(tmp_path: Path) -> None:
@@ -101,17 +137,17 @@ def test_update_verdicts(tmp_path: Path) -> None:
 
     def reply(messages: list[ChatMessage]) -> dict[str, Any]:
         memory = messages[1]["content"].rsplit("Memory:", 1)[1]
-        return {"answer": "new" if "head nurse" in memory else "old"}
+        if "differ from the new version" in messages[0]["content"]:  # the conflict check
+            return {"answer": "yes" if "ward manager" in memory else "no"}
+        return {"answer": "yes" if "head nurse" in memory else "no"}
 
     j2 = DecomposedJudges(ScriptedLLM(default=reply), JudgeCache(tmp_path / "d.sqlite"))
     assert j2.update(old, new, ["Ana is a nurse.", "Ana is now head nurse."])["verdict"] == (
         "correct"
     )
     assert j2.update(old, new, ["Ana is a nurse."])["verdict"] == "omission"
-    j3, _ = judges(tmp_path / "e", "conflict")
-    assert j3.update(old, new, ["Ana is now a ward manager, not a nurse."])["verdict"] == (
-        "hallucination"
-    )
+    got = j2.update(old, new, ["Ana is now a ward manager, not a nurse."])
+    assert got["verdict"] == "hallucination"
 
 
 def test_integrity_scores(tmp_path: Path) -> None:
@@ -119,9 +155,6 @@ def test_integrity_scores(tmp_path: Path) -> None:
     assert j.integrity([], "Ana lives in Porto")["score"] == 0
     assert j.integrity(["Ana lives in Porto, Portugal."], "Ana lives in Porto")["score"] == 2
     assert llm.requests == []
-    j2, llm2 = judges(tmp_path / "p", "partly")
-    assert j2.integrity(["Ana moved to Portugal."], "Ana lives in Porto, Portugal")["score"] == 1
-    assert len(llm2.requests) == 1
 
 
 def test_accuracy_asks_support_and_field(tmp_path: Path) -> None:

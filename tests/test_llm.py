@@ -288,3 +288,27 @@ def test_llamacpp_free_layout_lets_the_model_indent_as_it_would_unconstrained() 
     assert free.startswith('{\n  "name": "Alice",\n')
     value = llm.complete_json(ask, free_layout(anything), purpose="t", max_tokens=120)
     assert value.get("name") == "Alice"
+
+
+def test_llamacpp_scores_options_and_keeps_its_cache_consistent() -> None:
+    """Option scoring on the real engine: a proper distribution over the vocabulary
+    (two options take part of it), the same scores whether the prefix came from
+    the KV cache or not, and generation afterwards unaffected."""
+    import math
+
+    from deltamem.llm.llamacpp import LlamaCppLLM
+
+    llm = LlamaCppLLM(weights.tiny_model_path(), n_ctx=1024, n_threads=1, timeout=60)
+    assert llm.scores_options
+    system = {"role": "system", "content": "Answer with one word: yes or no."}
+    ask = [system, {"role": "user", "content": "Is Paris the capital of France?"}]
+    first = llm.option_logprobs(ask, ["yes", "no"], purpose="t")
+    assert set(first) == {"yes", "no"} and all(v < 0 for v in first.values())
+    assert 0 < sum(math.exp(v) for v in first.values()) <= 1.0 + 1e-9
+    reply = llm.complete(ask, purpose="t", max_tokens=4)
+    other = [system, {"role": "user", "content": "Is Rome in Spain?"}]
+    llm.option_logprobs(other, ["yes", "no"], purpose="t")  # shares the system prefix
+    again = llm.option_logprobs(ask, ["yes", "no"], purpose="t")
+    assert again == pytest.approx(first, abs=1e-6)
+    assert llm.complete(ask, purpose="t", max_tokens=4) == reply
+    assert llm.usage.by_purpose["t"] == 5 and llm.usage.cached_tokens > 0

@@ -136,6 +136,18 @@ class LLM(ABC):
         timeout: float,
     ) -> Completion: ...
 
+    def _options(
+        self, messages: list[ChatMessage], options: list[str], *, timeout: float
+    ) -> tuple[dict[str, float], Completion]:
+        """Log-probabilities of each option as the first word of the reply (and the
+        call's token counts); engines that cannot give them raise LLMError."""
+        raise LLMError(f"{self.name} cannot score options")
+
+    @property
+    def scores_options(self) -> bool:
+        """Whether `option_logprobs` works on this model."""
+        return type(self)._options is not LLM._options
+
     def count_tokens(self, text: str) -> int:
         """Tokens in `text` for this model; adapters with a tokenizer override this."""
         return max(1, len(text) // 4)
@@ -221,6 +233,22 @@ class LLM(ABC):
             error,
             reply=out.text,
         )
+
+    def option_logprobs(
+        self, messages: list[ChatMessage], options: list[str], *, purpose: str
+    ) -> dict[str, float]:
+        """How likely the model is to begin its reply with each option (natural log
+        probabilities): one forward pass, no sampling, so a judge can read how sure
+        the model is instead of taking whichever word it leans to."""
+        t0 = time.perf_counter()
+        try:
+            scores, out = self._options(messages, options, timeout=self.timeout)
+        except LLMError as exc:
+            spent = time.perf_counter() - t0
+            self._record(CallRecord(purpose, self.name, 0, 0, 0, spent, False, str(exc)))
+            raise
+        self._record(self._record_of(out, purpose, time.perf_counter() - t0))
+        return scores
 
     def complete(
         self,

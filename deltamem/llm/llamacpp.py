@@ -112,6 +112,64 @@ class LlamaCppLLM(LLM):
             self._grammars[key] = LlamaGrammar.from_string("\n".join(rules), verbose=False)
         return self._grammars[key]
 
+    def _prompt_text(self, messages: list[ChatMessage]) -> str:
+        """The model's chat template applied as create_chat_completion applies it."""
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        llama = self._llama
+        token_text = llama._model.token_get_text  # type: ignore[union-attr]
+        formatter = Jinja2ChatFormatter(
+            template=llama.metadata["tokenizer.chat_template"],
+            eos_token=token_text(llama.token_eos()),
+            bos_token=token_text(llama.token_bos()),
+        )
+        return formatter(messages=messages).prompt  # type: ignore[arg-type]
+
+    def _options(
+        self, messages: list[ChatMessage], options: list[str], *, timeout: float
+    ) -> tuple[dict[str, float], Completion]:
+        import numpy as np
+
+        llama = self._llama
+        text = self._prompt_text(messages)
+        tokens = llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+        firsts = {
+            o: {
+                llama.tokenize(v.encode("utf-8"), add_bos=False, special=False)[0]
+                for v in (o, o.capitalize())
+            }
+            for o in options
+        }
+        with self._engine_lock:
+            before = self._evaluated
+            self._deadline = time.monotonic() + timeout
+            try:
+                # keep the KV cache of the longest shared prefix, as generation does
+                same = 0
+                for a, b in zip(llama._input_ids[: llama.n_tokens], tokens[:-1], strict=False):
+                    if a != b:
+                        break
+                    same += 1
+                llama.n_tokens = same
+                llama.eval(tokens[same:])
+                logits = np.ctypeslib.as_array(
+                    llama._ctx.get_logits(), shape=(llama.n_vocab(),)
+                ).astype(np.float64)
+            except _Deadline:
+                raise LLMTimeout(f"{self.name}: scoring exceeded {timeout:g}s") from None
+            finally:
+                self._deadline = None
+            evaluated = self._evaluated - before
+        top = logits.max()
+        log_z = top + np.log(np.exp(logits - top).sum())
+        scores = {
+            o: float(np.log(sum(np.exp(logits[t] - log_z) for t in ids)))
+            for o, ids in firsts.items()
+        }
+        n = len(tokens)
+        reply = json.dumps({o: round(v, 4) for o, v in scores.items()})
+        return scores, Completion(reply, n, 0, cached_tokens=max(0, n - evaluated))
+
     def count_tokens(self, text: str) -> int:
         return len(self._llama.tokenize(text.encode("utf-8", "replace"), add_bos=False))
 

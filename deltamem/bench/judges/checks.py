@@ -8,8 +8,8 @@ comparison of two short texts, answered from a fixed set of words by schema.
 
 from __future__ import annotations
 
+import math
 import re
-from collections import Counter
 from collections.abc import Sequence
 from string import Template
 from typing import Any
@@ -107,52 +107,59 @@ def ranked(target: str, items: Sequence[str], skip: frozenset[str], k: int) -> l
 
 
 class Check:
-    """One closed question about two short texts: the model answers with one of
-    `answers` (constrained by schema), cached like every judge call. With
-    `votes` > 1 the question is asked again at a higher temperature and the most
-    frequent answer wins (the first, greedy one on a tie)."""
+    """One yes/no question about two short texts, answered as a probability.
 
-    def __init__(
-        self,
-        name: str,
-        answers: Sequence[str],
-        llm: LLM,
-        cache: JudgeCache,
-        *,
-        votes: int = 1,
-    ) -> None:
-        self.name, self.answers, self.llm, self.cache = name, list(answers), llm, cache
-        self.votes = votes
+    Where the model can score options (`LLM.option_logprobs`: one forward pass, the
+    log-probabilities of "yes" and "no" as the reply's first word) the answer is
+    P(yes) normalised over the two; a threshold tuned on the labels' tune half
+    then turns it into a decision, which takes out a small model's lean to one
+    word. Other models answer by schema; with `votes` > 1 they are asked again at
+    a higher temperature and P(yes) is the share of yes. Cached like every judge
+    call."""
+
+    def __init__(self, name: str, llm: LLM, cache: JudgeCache, *, votes: int = 1) -> None:
+        self.name, self.llm, self.cache, self.votes = name, llm, cache, votes
         self.system = (PROMPTS / f"check_{name}.system.txt").read_text(encoding="utf-8").strip()
         self.item = Template((PROMPTS / f"check_{name}.item.txt").read_text(encoding="utf-8"))
-        self.schema: dict[str, Any] = {
-            "type": "object",
-            "properties": {"answer": {"type": "string", "enum": self.answers}},
-            "required": ["answer"],
-            "additionalProperties": False,
-        }
 
-    def ask(self, **fields: str) -> str:
+    def p_yes(self, **fields: str) -> float:
         msgs = [
             {"role": "system", "content": self.system},
             {"role": "user", "content": self.item.substitute(**fields).strip()},
         ]
-        got = [self._one(msgs, i) for i in range(self.votes)]
-        counts = Counter(got)
-        best = max(counts.values())
-        return next(a for a in got if counts[a] == best)
+        if self.llm.scores_options:
+            return self._scored(msgs)
+        return sum(self._sampled(msgs, i) for i in range(self.votes)) / self.votes
 
-    def _one(self, msgs: list[dict[str, str]], sample: int) -> str:
-        key = JudgeCache.key(self.llm.name, [*msgs, {"sample": str(sample)}], self.schema)
+    def _scored(self, msgs: list[dict[str, str]]) -> float:
+        key = JudgeCache.key(self.llm.name, [*msgs, {"scored": "yes/no"}], {})
+        hit = self.cache.get(key)
+        if hit is None:
+            lp = self.llm.option_logprobs(msgs, ["yes", "no"], purpose=f"judge-check:{self.name}")
+            top = max(lp.values())
+            yes, no = (math.exp(lp[o] - top) for o in ("yes", "no"))
+            hit = {"p": yes / (yes + no)}
+            self.cache.put(key, hit)
+        return float(hit["p"])
+
+    def _sampled(self, msgs: list[dict[str, str]], sample: int) -> float:
+        key = JudgeCache.key(self.llm.name, [*msgs, {"sample": str(sample)}], YES_NO)
         hit = self.cache.get(key)
         if hit is None:
             hit = self.llm.complete_json(
                 msgs,
-                self.schema,
+                YES_NO,
                 purpose=f"judge-check:{self.name}",
                 max_tokens=16,
                 temperature=0.0 if sample == 0 else 0.8,
             )
             self.cache.put(key, hit)
-        answer = str(hit.get("answer", "")).strip().lower()
-        return answer if answer in self.answers else self.answers[-1]
+        return 1.0 if str(hit.get("answer", "")).strip().lower() == "yes" else 0.0
+
+
+YES_NO: dict[str, Any] = {
+    "type": "object",
+    "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}

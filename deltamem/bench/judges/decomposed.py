@@ -3,13 +3,16 @@
 Each judgement is split into what code can settle (nothing stored, an answer
 that says it does not know, every word of the reference found, a day of the
 year that differs) and comparisons of two short texts the model answers with
-one word (`checks.Check`). The verdict is then composed in code, with a reason
-that says which step decided it. Same fields as the rubric judges (`sets.py`).
+yes or no (`checks.Check`), read as a probability and cut at a threshold tuned
+on the labels' tune half (`THRESHOLDS`). The verdict is then composed in code,
+with a reason that says which step decided it. Same fields as the rubric judges
+(`sets.py`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from deltamem.bench.judges.base import JudgeCache
@@ -26,6 +29,18 @@ from deltamem.llm.base import LLM
 
 CANDIDATES = 3  # memories (or turns) a check is asked about, best word overlap first
 
+# P(yes) cut points, tuned on the tune half of bench/labels (docs/benchmarks.md)
+THRESHOLDS: dict[str, float] = {
+    "same_answer": 0.5,
+    "covers_full": 0.7,
+    "covers_part": 0.3,
+    "update": 0.5,
+    "conflict": 0.5,
+    "supported_full": 0.7,
+    "supported_part": 0.3,
+    "same_field": 0.5,
+}
+
 
 def common_words(items: list[str]) -> frozenset[str]:
     """Words most items share (the person's name, in a list of their memories),
@@ -36,15 +51,28 @@ def common_words(items: list[str]) -> frozenset[str]:
     return frozenset(w for w, n in counts.items() if n >= len(items) / 2)
 
 
+def graded(p: float, full: float, part: float) -> int:
+    return 2 if p >= full else 1 if p >= part else 0
+
+
 class DecomposedJudges:
     mode = "decomposed"
 
-    def __init__(self, llm: LLM, cache: JudgeCache, *, votes: int = 1) -> None:
-        self.same_answer = Check("same_answer", ["yes", "partly", "no"], llm, cache, votes=votes)
-        self.covers = Check("covers", ["yes", "partly", "no"], llm, cache, votes=votes)
-        self.update_check = Check("update", ["new", "conflict", "old"], llm, cache, votes=votes)
-        self.supported = Check("supported", ["yes", "partly", "no"], llm, cache, votes=votes)
-        self.same_field = Check("same_field", ["yes", "no"], llm, cache, votes=votes)
+    def __init__(
+        self,
+        llm: LLM,
+        cache: JudgeCache,
+        *,
+        votes: int = 1,
+        thresholds: Mapping[str, float] | None = None,
+    ) -> None:
+        self.t = {**THRESHOLDS, **(thresholds or {})}
+        self.same_answer = Check("same_answer", llm, cache, votes=votes)
+        self.covers = Check("covers", llm, cache, votes=votes)
+        self.update_check = Check("update", llm, cache, votes=votes)
+        self.conflict = Check("conflict", llm, cache, votes=votes)
+        self.supported = Check("supported", llm, cache, votes=votes)
+        self.same_field = Check("same_field", llm, cache, votes=votes)
 
     # -- answers -------------------------------------------------------------
 
@@ -67,8 +95,12 @@ class DecomposedJudges:
         same = want and want == found and numbers(answer) <= numbers(prediction)
         if same and not negated(prediction):
             return "correct", "the answer says the reference's words and numbers (code)"
-        said = self.same_answer.ask(question=question, reference=answer, answer=prediction)
-        return {"yes": "correct", "partly": "partly", "no": "wrong"}[said], f"check: {said}"
+        p = self.same_answer.p_yes(question=question, reference=answer, answer=prediction)
+        if p >= self.t["same_answer"]:
+            return "correct", f"check: same answer (p {p:.2f})"
+        if found and found < want and numbers(prediction) <= numbers(answer):
+            return "partly", f"check: not the same (p {p:.2f}); part of the reference (code)"
+        return "wrong", f"check: not the same (p {p:.2f})"
 
     def qa(
         self, question: str, answer: str, evidence: list[str], prediction: str
@@ -101,13 +133,9 @@ class DecomposedJudges:
         want = content(fact, skip)
         if any(want <= content(m) for m in found):
             return {"score": 2, "reason": "a memory holds every word of the fact (code)"}
-        best = 0
-        for memory in found:
-            said = self.covers.ask(fact=fact, memory=memory)
-            best = max(best, {"yes": 2, "partly": 1, "no": 0}[said])
-            if best == 2:
-                break
-        return {"score": best, "reason": f"check over {len(found)} memories: best {best}"}
+        p = max(self.covers.p_yes(fact=fact, memory=m) for m in found)
+        score = graded(p, self.t["covers_full"], self.t["covers_part"])
+        return {"score": score, "reason": f"check over {len(found)} memories: best p {p:.2f}"}
 
     def accuracy(self, dialogue: list[str], gold: list[str], memory: str) -> dict[str, Any]:
         own = [t.split(":", 1)[1].strip() for t in dialogue if t.startswith("user:")]
@@ -115,10 +143,11 @@ class DecomposedJudges:
         if not sources:
             score, why = 0, "nothing the person said shares a word with it (code)"
         else:
-            said = self.supported.ask(said="\n".join(f"- {s}" for s in sources), memory=memory)
-            score, why = {"yes": 2, "partly": 1, "no": 0}[said], f"check: {said}"
+            p = self.supported.p_yes(said="\n".join(f"- {s}" for s in sources), memory=memory)
+            score = graded(p, self.t["supported_full"], self.t["supported_part"])
+            why = f"check: supported p {p:.2f}"
         near = ranked(memory, gold, common_words(gold), CANDIDATES)
-        included = any(self.same_field.ask(a=memory, b=g) == "yes" for g in near)
+        included = any(self.same_field.p_yes(a=memory, b=g) >= self.t["same_field"] for g in near)
         return {"score": score, "included": included, "reason": why}
 
     # -- updates -----------------------------------------------------------------
@@ -129,9 +158,11 @@ class DecomposedJudges:
         found = ranked(new, memories, common_words(memories), CANDIDATES)
         if not found:
             return {"verdict": "omission", "reason": "nothing returned about this fact (code)"}
-        said = [self.update_check.ask(old=" / ".join(old), new=new, memory=m) for m in found]
-        if "new" in said:
-            return {"verdict": "correct", "reason": "check: a memory states the new version"}
-        if "conflict" in said:
-            return {"verdict": "hallucination", "reason": "check: a changed version differs"}
-        return {"verdict": "omission", "reason": "check: only the old version or nothing"}
+        was = " / ".join(old)
+        p = max(self.update_check.p_yes(old=was, new=new, memory=m) for m in found)
+        if p >= self.t["update"]:
+            return {"verdict": "correct", "reason": f"check: new version stated (p {p:.2f})"}
+        q = max(self.conflict.p_yes(old=was, new=new, memory=m) for m in found)
+        if q >= self.t["conflict"]:
+            return {"verdict": "hallucination", "reason": f"check: a differing version (p {q:.2f})"}
+        return {"verdict": "omission", "reason": f"check: new version absent (p {p:.2f})"}
