@@ -160,9 +160,10 @@ class DecomposedJudges:
             return {"verdict": "omission", "reason": "nothing returned about this fact (code)"}
         was = " / ".join(old)
         p = max(self.update_check.p_yes(old=was, new=new, memory=m) for m in found)
+        # both checks always, so that their thresholds can be tuned from the cache
+        q = max(self.conflict.p_yes(old=was, new=new, memory=m) for m in found)
         if p >= self.t["update"]:
             return {"verdict": "correct", "reason": f"check: new version stated (p {p:.2f})"}
-        q = max(self.conflict.p_yes(old=was, new=new, memory=m) for m in found)
         if q >= self.t["conflict"]:
             return {"verdict": "hallucination", "reason": f"check: a differing version (p {q:.2f})"}
         return {"verdict": "omission", "reason": f"check: new version absent (p {p:.2f})"}
