@@ -12,7 +12,9 @@ from deltamem.timeparse import parse_time
 Role = Literal["user", "assistant", "system"]
 MemoryType = Literal["persona", "event", "relationship"]
 OpKind = Literal["add", "update", "none", "delete"]
-SessionStatus = Literal["pending", "applied", "failed"]
+# "deferred": logged (and searchable as episodes) with infer=False, not queued for the
+# LLM until asked (`Memory.process_pending`, a job retry)
+SessionStatus = Literal["pending", "applied", "failed", "deferred"]
 
 MAX_MESSAGE_CHARS = 20_000
 MAX_MEMORY_CHARS = 500

@@ -105,8 +105,10 @@ def session(
 
 
 def undo_sqlite_migration_004(con: Any) -> None:
-    """Make a SQLite store look as migration 003 left it (no episode tier)."""
+    """Make a SQLite store look as migration 003 left it (no episode tier, and none of
+    the later migrations)."""
     for stmt in (
+        "ALTER TABLE sessions DROP COLUMN deferred",  # 005
         "DROP TABLE episodes_fts_vocab",
         "DROP TABLE episodes_fts",
         "DROP TABLE episodes",

@@ -113,6 +113,33 @@ def test_list_sessions_order_and_filters(store: Store) -> None:
     assert store.list_sessions("nobody") == []
 
 
+def test_deferred_sessions_stay_out_of_the_queue_until_requeued(store: Store) -> None:
+    """infer=False: logged (status "deferred"), not pending, until requeued."""
+    stored, created = store.log_session(
+        session("d1").model_copy(update={"status": "deferred"}), []
+    )
+    assert created and stored.status == "deferred"
+    store.log_session(session("p1"))
+    got = store.get_session("u1", "d1")
+    assert got is not None and got.status == "deferred"
+    assert [r.session_id for r in store.list_sessions(status="pending")] == ["p1"]
+    assert [r.session_id for r in store.list_sessions(status="deferred")] == ["d1"]
+    assert [r.session_id for r in store.list_sessions("u1")] == ["d1", "p1"]
+    # logging it again (with inference) finds it as it is
+    again, created = store.log_session(session("d1"))
+    assert not created and again.status == "deferred"
+    assert store.requeue_session("u1", "d1") is True
+    assert [r.session_id for r in store.list_sessions(status="pending")] == ["d1", "p1"]
+    assert store.list_sessions(status="deferred") == []
+    # applied directly (no requeue): applied, and a replay queues it as pending
+    store.log_session(session("d2").model_copy(update={"status": "deferred"}))
+    ingest(store, session("d2"), add_w("Alice likes tea."))
+    rec = store.get_session("u1", "d2")
+    assert rec is not None and rec.status == "applied"
+    store.reset("u1", keep_log=True)
+    assert store.list_sessions(status="deferred") == []
+
+
 def test_mark_failed(store: Store) -> None:
     store.log_session(session("s1"))
     store.mark_failed("u1", "s1", None, "model timed out")
@@ -639,7 +666,7 @@ def test_sqlite_call_log_keeps_replies_and_upgrades_an_older_store(tmp_path: Pat
     with sqlite3.connect(path) as con:
         rows = con.execute("SELECT purpose, ok, error, reply FROM llm_calls ORDER BY id").fetchall()
         version = con.execute("PRAGMA user_version").fetchone()[0]
-    assert version == 4
+    assert version == 5
     assert rows == [
         ("old", 1, None, None),
         ("manager", 1, None, '{"operations": []}'),

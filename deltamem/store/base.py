@@ -125,7 +125,8 @@ class Store(ABC):
     def list_sessions(
         self, user_id: str | None = None, status: SessionStatus | None = None
     ) -> list[SessionRecord]:
-        """Sessions in log order (arrival), optionally narrowed."""
+        """Sessions in log order (arrival), optionally narrowed. "pending" is the queue;
+        "deferred" sessions (logged with infer=False) are not in it."""
 
     @abstractmethod
     def mark_failed(
@@ -134,9 +135,10 @@ class Store(ABC):
 
     @abstractmethod
     def requeue_session(self, user_id: str, session_id: str, agent_id: str | None = None) -> bool:
-        """Put a parked (failed) session back in the queue with fresh tries: status
-        pending, attempts 0, its last error kept until it applies. True if it was
-        failed; a pending or applied session is left as it is."""
+        """Put a parked (failed) or deferred (infer=False) session in the queue with
+        fresh tries: status pending, attempts 0, its last error kept until it applies.
+        True if it was failed or deferred; a pending or applied session is left as
+        it is."""
 
     @abstractmethod
     def session_operations(

@@ -63,6 +63,11 @@ _MEMORY_COLS = (
 )
 _NOW = "extract(epoch FROM clock_timestamp())"
 _SCOPE = "user_id=%s AND agent_id=%s AND session_id=%s"
+# a deferred session (added with infer=False) is a pending row with `deferred` set
+_STATUS_WHERE = {
+    "pending": "status='pending' AND NOT deferred",
+    "deferred": "status='pending' AND deferred",
+}
 
 
 def _agent(agent_id: str | None) -> str:
@@ -208,7 +213,7 @@ class PostgresStore(PostgresEpisodes, Store):
             timestamp=datetime.fromisoformat(r["timestamp"]),
             messages=[Message.model_validate(m) for m in json.loads(r["messages"])],
             content_hash=r["content_hash"],
-            status=r["status"],
+            status="deferred" if r["status"] == "pending" and r["deferred"] else r["status"],
             error=r["error"],
             attempts=r["attempts"],
             seq=r["seq"],
@@ -225,7 +230,8 @@ class PostgresStore(PostgresEpisodes, Store):
             # ON CONFLICT waits for a concurrent writer of the same session, then yields.
             row = cur.execute(
                 """INSERT INTO sessions (user_id, agent_id, session_id, ts, timestamp, messages,
-                   content_hash, created_at, indexed) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)
+                   content_hash, created_at, indexed, deferred)
+                   VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)
                    ON CONFLICT (user_id, agent_id, session_id) DO NOTHING RETURNING seq""",
                 (
                     *key,
@@ -235,12 +241,14 @@ class PostgresStore(PostgresEpisodes, Store):
                     rec.content_hash,
                     utcnow(),
                     episodes is not None,
+                    rec.status == "deferred",
                 ),
             ).fetchone()
             if row is not None:
                 if episodes:
                     self._insert_episodes(cur, episodes)
-                return rec.model_copy(update={"seq": row["seq"], "status": "pending"}), True
+                status = "deferred" if rec.status == "deferred" else "pending"
+                return rec.model_copy(update={"seq": row["seq"], "status": status}), True
             row = cur.execute(f"SELECT * FROM sessions WHERE {_SCOPE}", key).fetchone()
             if row is None:  # removed by a concurrent reset between the two statements
                 raise StoreError(f"session {rec.session_id!r} changed while logging; retry")
@@ -267,24 +275,24 @@ class PostgresStore(PostgresEpisodes, Store):
             where.append("user_id=%s")
             params.append(user_id)
         if status is not None:
-            where.append("status=%s")
-            params.append(status)
+            where.append(_STATUS_WHERE.get(status, "status=%s"))
+            params.extend([] if status in _STATUS_WHERE else [status])
         sql = f"SELECT * FROM sessions WHERE {' AND '.join(where)} ORDER BY seq"
         return [self._session(r) for r in self._read(sql, params)]
 
     def mark_failed(self, user_id: str, session_id: str, agent_id: str | None, error: str) -> None:
         with self._tx() as cur:
             cur.execute(
-                f"""UPDATE sessions SET status='failed', error=%s, attempts=attempts+1
-                    WHERE {_SCOPE} AND status<>'applied'""",
+                f"""UPDATE sessions SET status='failed', error=%s, attempts=attempts+1,
+                    deferred=false WHERE {_SCOPE} AND status<>'applied'""",
                 (error[:2000], user_id, _agent(agent_id), session_id),
             )
 
     def requeue_session(self, user_id: str, session_id: str, agent_id: str | None = None) -> bool:
         with self._tx() as cur:
             cur.execute(
-                f"""UPDATE sessions SET status='pending', attempts=0
-                    WHERE {_SCOPE} AND status='failed'""",
+                f"""UPDATE sessions SET status='pending', attempts=0, deferred=false
+                    WHERE {_SCOPE} AND (status='failed' OR (status='pending' AND deferred))""",
                 (user_id, _agent(agent_id), session_id),
             )
             return cur.rowcount == 1
@@ -360,7 +368,7 @@ class PostgresStore(PostgresEpisodes, Store):
             ops = applied + noops
             cur.execute(
                 f"""UPDATE sessions SET status='applied', error=NULL, operations=%s,
-                    applied_at=%s, attempts=attempts+1 WHERE {_SCOPE}""",
+                    applied_at=%s, attempts=attempts+1, deferred=false WHERE {_SCOPE}""",
                 (Jsonb([o.model_dump(mode="json") for o in ops]), now, *key),
             )
         return ops

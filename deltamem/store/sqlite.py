@@ -51,6 +51,13 @@ def _iso(dt: datetime) -> str:
     return dt.isoformat()
 
 
+# a deferred session (added with infer=False) is a pending row with `deferred` set
+_STATUS_WHERE = {
+    "pending": "status='pending' AND deferred=0",
+    "deferred": "status='pending' AND deferred=1",
+}
+
+
 def _agent(agent_id: str | None) -> str:
     return agent_id or ""
 
@@ -141,7 +148,7 @@ class SQLiteStore(SQLiteEpisodes, Store):
             timestamp=datetime.fromisoformat(row["timestamp"]),
             messages=[Message.model_validate(m) for m in json.loads(row["messages"])],
             content_hash=row["content_hash"],
-            status=row["status"],
+            status="deferred" if row["status"] == "pending" and row["deferred"] else row["status"],
             error=row["error"],
             attempts=row["attempts"],
             seq=row["seq"],
@@ -170,7 +177,7 @@ class SQLiteStore(SQLiteEpisodes, Store):
             messages = json.dumps([m.model_dump(mode="json") for m in rec.messages])
             cur = db.execute(
                 """INSERT INTO sessions (user_id, agent_id, session_id, ts, timestamp, messages,
-                   content_hash, created_at, indexed) VALUES (?,?,?,?,?,?,?,?,?)""",
+                   content_hash, created_at, indexed, deferred) VALUES (?,?,?,?,?,?,?,?,?,?)""",
                 (
                     rec.user_id,
                     _agent(rec.agent_id),
@@ -181,11 +188,13 @@ class SQLiteStore(SQLiteEpisodes, Store):
                     rec.content_hash,
                     _iso(utcnow()),
                     int(episodes is not None),
+                    int(rec.status == "deferred"),
                 ),
             )
             if episodes:
                 self._insert_episodes(db, episodes)
-            return rec.model_copy(update={"seq": cur.lastrowid, "status": "pending"}), True
+            status = "deferred" if rec.status == "deferred" else "pending"
+            return rec.model_copy(update={"seq": cur.lastrowid, "status": status}), True
 
     def get_session(
         self, user_id: str, session_id: str, agent_id: str | None = None
@@ -204,15 +213,15 @@ class SQLiteStore(SQLiteEpisodes, Store):
             where.append("user_id=?")
             params.append(user_id)
         if status is not None:
-            where.append("status=?")
-            params.append(status)
+            where.append(_STATUS_WHERE.get(status, "status=?"))
+            params.extend([] if status in _STATUS_WHERE else [status])
         sql = "SELECT * FROM sessions" + (" WHERE " + " AND ".join(where) if where else "")
         return [self._session(r) for r in self._read(sql + " ORDER BY seq", params)]
 
     def mark_failed(self, user_id: str, session_id: str, agent_id: str | None, error: str) -> None:
         with self._tx() as db:
             db.execute(
-                """UPDATE sessions SET status='failed', error=?, attempts=attempts+1
+                """UPDATE sessions SET status='failed', error=?, attempts=attempts+1, deferred=0
                    WHERE user_id=? AND agent_id=? AND session_id=? AND status!='applied'""",
                 (error[:2000], user_id, _agent(agent_id), session_id),
             )
@@ -220,8 +229,9 @@ class SQLiteStore(SQLiteEpisodes, Store):
     def requeue_session(self, user_id: str, session_id: str, agent_id: str | None = None) -> bool:
         with self._tx() as db:
             cur = db.execute(
-                """UPDATE sessions SET status='pending', attempts=0
-                   WHERE user_id=? AND agent_id=? AND session_id=? AND status='failed'""",
+                """UPDATE sessions SET status='pending', attempts=0, deferred=0
+                   WHERE user_id=? AND agent_id=? AND session_id=?
+                   AND (status='failed' OR (status='pending' AND deferred=1))""",
                 (user_id, _agent(agent_id), session_id),
             )
             return cur.rowcount == 1
@@ -299,7 +309,7 @@ class SQLiteStore(SQLiteEpisodes, Store):
                 self._bump(db, session.user_id)
             db.execute(
                 """UPDATE sessions SET status='applied', error=NULL, operations=?, applied_at=?,
-                   attempts=attempts+1 WHERE user_id=? AND agent_id=? AND session_id=?""",
+                   attempts=attempts+1, deferred=0 WHERE user_id=? AND agent_id=? AND session_id=?""",
                 (
                     json.dumps([o.model_dump(mode="json") for o in ops]),
                     now,
