@@ -309,7 +309,8 @@ class SQLiteStore(SQLiteEpisodes, Store):
                 self._bump(db, session.user_id)
             db.execute(
                 """UPDATE sessions SET status='applied', error=NULL, operations=?, applied_at=?,
-                   attempts=attempts+1, deferred=0 WHERE user_id=? AND agent_id=? AND session_id=?""",
+                   attempts=attempts+1, deferred=0
+                   WHERE user_id=? AND agent_id=? AND session_id=?""",
                 (
                     json.dumps([o.model_dump(mode="json") for o in ops]),
                     now,
