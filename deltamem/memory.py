@@ -182,12 +182,18 @@ class Memory:
         session_id: str | None = None,
         timestamp: str | datetime | None = None,
         agent_id: str | None = None,
+        infer: bool = True,
     ) -> AddResult:
         """Ingest one dialogue session and return the operations applied.
 
         Event time is `timestamp`, else the first message's timestamp, else now.
         Adding a session id again with the same content returns its recorded
         operations without calling the LLM.
+
+        `infer=False` stores the session verbatim: it is logged and its turns are
+        searchable at once (the "episode" tier), with no LLM call; it stays
+        "deferred" (result status) until `process_pending()`, `retry()` or adding it
+        again with inference turns it into facts.
         """
         record = self.log_session(
             messages,
@@ -195,7 +201,10 @@ class Memory:
             session_id=session_id,
             timestamp=timestamp,
             agent_id=agent_id,
+            infer=infer,
         )
+        if not infer and record.status != "applied":
+            return AddResult(session_id=record.session_id, status=record.status)
         # a user's sessions apply in order: finish earlier pending ones first
         for earlier in self.store.list_sessions(user_id, status="pending"):
             if earlier.seq < record.seq and earlier.agent_id == record.agent_id:
@@ -210,8 +219,10 @@ class Memory:
         session_id: str | None = None,
         timestamp: str | datetime | None = None,
         agent_id: str | None = None,
+        infer: bool = True,
     ) -> SessionRecord:
-        """Validate and durably log a session without processing it (queue semantics)."""
+        """Validate and durably log a session without processing it (queue semantics).
+        With `infer=False` it is logged "deferred": out of the queue until requeued."""
         try:
             check_session_key(user_id, session_id, agent_id)  # deltamem/ids.py: the grammar
         except InvalidId as exc:
@@ -233,6 +244,7 @@ class Memory:
             timestamp=ts,
             messages=msgs,
             content_hash=digest,
+            status="pending" if infer else "deferred",
         )
         known = self.store.get_session(rec.user_id, rec.session_id, rec.agent_id)
         # its turns are indexed as episodes in the log entry's own transaction (a
@@ -271,8 +283,10 @@ class Memory:
         return AddResult(session_id=record.session_id, status="applied", operations=ops, cost=cost)
 
     def process_pending(self, user_id: str | None = None) -> list[AddResult]:
-        """Apply every logged session still pending, in log order (resume after a crash)."""
-        return [self._process(r) for r in self.store.list_sessions(user_id, status="pending")]
+        """Apply every logged session still waiting, in log order: those pending
+        (resume after a crash) and those added with `infer=False` (deferred)."""
+        waiting = ("pending", "deferred")
+        return [self._process(r) for r in self.store.list_sessions(user_id) if r.status in waiting]
 
     def retry(self, session_id: str, *, user_id: str, agent_id: str | None = None) -> AddResult:
         rec = self.store.get_session(user_id, session_id, agent_id)
@@ -283,7 +297,8 @@ class Memory:
     def replay(self, user_id: str, agent_id: str | None = None) -> list[AddResult]:
         """Rebuild a user's memory from the session log with the current manager."""
         self.store.reset(user_id, agent_id, keep_log=True)
-        return self.process_pending(user_id)
+        # the sessions it had applied (deferred ones stay deferred)
+        return [self._process(r) for r in self.store.list_sessions(user_id, status="pending")]
 
     # --- read path -------------------------------------------------------------------
     def search(

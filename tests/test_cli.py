@@ -447,3 +447,29 @@ def test_read_sessions_bad_utf8_names_the_line(tmp_path: Path) -> None:
     f.write_bytes(b'{"messages": []}\n{"messages": []}\n{"x": "\xff"}\n')
     with pytest.raises(SessionFileError, match=r"x\.jsonl:3: not valid UTF-8"):
         read_sessions(f)
+
+
+NO_MODEL = "http://127.0.0.1:9/v1#none"  # never called: the sessions below need no LLM
+
+
+def test_add_no_infer_stores_verbatim_and_resume_processes_later(tmp_path: Path) -> None:
+    db = tmp_path / "v.db"
+    porto = session("p1", 1, user("I live in Porto with my dog Bolt."), bot("Lovely!"))
+    quiet = session("q1", 2, *QUIET, uid="bea")
+    src = write_json(tmp_path / "s.json", [porto, quiet])
+    res = runner.invoke(app, ["--db", str(db), "--llm", NO_MODEL, "add", str(src), "--no-infer"])
+    assert res.exit_code == 0, res.output
+    assert "2 session(s) stored verbatim, 2 waiting" in res.stdout
+    assert {r["session_id"]: r["status"] for r in session_rows(db)} == {
+        "p1": "deferred",
+        "q1": "deferred",
+    }
+    with Memory(db, llm=NO_MODEL) as mem:  # the raw turns are searchable at once
+        hits = mem.search("Where does the user live?", user_id="ana")
+        assert hits and all(h.kind == "episode" for h in hits)
+        assert "Porto" in hits[0].memory.content
+    args = ["--db", str(db), "--llm", NO_MODEL, "resume", "--user", "bea", "--json"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert [(r["session_id"], r["status"]) for r in json.loads(res.stdout)] == [("q1", "applied")]
+    assert {r["session_id"]: r["status"] for r in session_rows(db)}["p1"] == "deferred"

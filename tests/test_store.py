@@ -115,9 +115,7 @@ def test_list_sessions_order_and_filters(store: Store) -> None:
 
 def test_deferred_sessions_stay_out_of_the_queue_until_requeued(store: Store) -> None:
     """infer=False: logged (status "deferred"), not pending, until requeued."""
-    stored, created = store.log_session(
-        session("d1").model_copy(update={"status": "deferred"}), []
-    )
+    stored, created = store.log_session(session("d1").model_copy(update={"status": "deferred"}), [])
     assert created and stored.status == "deferred"
     store.log_session(session("p1"))
     got = store.get_session("u1", "d1")

@@ -27,7 +27,7 @@ from deltamem.memory import InvalidSession, Memory, SessionFailed, parse_message
 from deltamem.server.config import WorkerSettings
 from deltamem.store.base import SessionConflict
 from deltamem.timeparse import parse_time
-from deltamem.types import MemoryItem, Operation, SearchFilters
+from deltamem.types import AddResult, MemoryItem, Operation, SearchFilters, SessionRecord
 
 app = typer.Typer(
     help="Long-term memory for LLM agents that stays right as facts change.",
@@ -183,6 +183,12 @@ def add(
     user: str | None = typer.Option(
         None, "--user", "-u", help="User for sessions without one.", callback=_user_id
     ),
+    infer: bool = typer.Option(
+        True,
+        "--infer/--no-infer",
+        help="--no-infer stores the sessions verbatim (logged, turns searchable) without "
+        "calling the LLM; `deltamem resume` turns them into memories later.",
+    ),
     as_json: bool = JsonFlag,
 ) -> None:
     """Ingest sessions. Every session is logged first, so an interrupted run resumes
@@ -226,10 +232,14 @@ def add(
                 session_id=s.session_id,
                 timestamp=s.timestamp,
                 agent_id=s.agent_id,
+                infer=infer,
             )
         except (InvalidSession, SessionConflict) as exc:
             fail(f"{s.where}: {exc} (nothing from this file was processed)")
         logged.append(rec)
+    if not infer:
+        _report_deferred(logged, as_json)
+        return
     results, failures = [], 0
     progress = Progress(
         TextColumn("{task.description}"),
@@ -263,12 +273,24 @@ def add(
         raise typer.Exit(1)
 
 
+def _report_deferred(logged: list[SessionRecord], as_json: bool) -> None:
+    if as_json:
+        emit_json([AddResult(session_id=r.session_id, status=r.status) for r in logged])
+        return
+    waiting = sum(r.status != "applied" for r in logged)
+    out.print(
+        f"{len(logged)} session(s) stored verbatim, {waiting} waiting for inference "
+        "(`deltamem resume` processes them)"
+    )
+
+
 @app.command()
 def resume(
     user: str | None = typer.Option(None, "--user", "-u", callback=_user_id),
     as_json: bool = JsonFlag,
 ) -> None:
-    """Process logged sessions that are still pending (after a crash or a queue)."""
+    """Process logged sessions that are still pending (after a crash or a queue), and
+    those added with --no-infer."""
     results = memory().process_pending(user)
     emit_json(results) if as_json else out.print(f"{len(results)} pending session(s) applied")
 
