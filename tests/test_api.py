@@ -513,6 +513,53 @@ def test_pending_sessions_are_resumed_on_start(tmp_path: Path, embedder: Embedde
     mem.close()
 
 
+def test_infer_false_is_stored_verbatim_and_queued_on_request(
+    api: tuple[TestClient, Memory],
+) -> None:
+    client, mem = api
+    body = session("u", "plum", sid="d1", infer=False)
+    job = client.post("/v1/sessions", json=body, headers=HA).json()
+    assert job["status"] == "deferred"
+    client.post("/v1/sessions", json=session("u", "ruby", sid="d2", infer=False), headers=HA)
+    worker = client.app.state.worker  # type: ignore[attr-defined]
+    assert worker.wait_idle(10)  # the worker leaves deferred sessions alone
+    assert wait_job(client, job["job_id"])["status"] == "deferred"
+    assert mem.store.count(internal_user("a", "u")) == 0
+    hits = client.post(
+        "/v1/search", json={"query": "codeword plum", "user_id": "u"}, headers=HA
+    ).json()["results"]
+    assert hits and hits[0]["kind"] == "episode" and "plum" in hits[0]["memory"]["content"]
+    # another tenant's key: 404, and the jobs stay deferred
+    is_problem(client.post(f"/v1/jobs/{job['job_id']}/retry", headers=HB), 404)
+    is_problem(client.post("/v1/sessions/process", json={"user_id": "u"}, headers=HB), 404)
+    assert client.post("/v1/sessions/process", headers=HB).json()["jobs"] == []
+    assert wait_job(client, job["job_id"])["status"] == "deferred"
+    # retry queues one job; process queues the rest of the user's
+    r = client.post(f"/v1/jobs/{job['job_id']}/retry", headers=HA)
+    assert r.status_code == 202 and r.json()["status"] in ("pending", "running", "applied")
+    assert wait_job(client, job["job_id"])["status"] == "applied"
+    r = client.post("/v1/sessions/process", json={"user_id": "u"}, headers=HA)
+    assert r.status_code == 202 and r.json()["jobs"] == [job_id("u", "d2")]
+    assert wait_job(client, job_id("u", "d2"))["status"] == "applied"
+    assert mem.store.count(internal_user("a", "u")) == 2
+
+
+def test_reset_forgets_a_user_of_the_tenant_only(api: tuple[TestClient, Memory]) -> None:
+    client, mem = api
+    for key, h in (("a", HA), ("b", HB)):
+        j = client.post("/v1/sessions", json=session("u", f"w{key}", sid="s1"), headers=h).json()
+        wait_job(client, j["job_id"], h)
+    is_problem(client.delete("/v1/users/nobody", headers=HB), 404)
+    r = client.delete("/v1/users/u", headers=HB)
+    assert r.status_code == 200 and r.json()["removed_memories"] == 1
+    is_problem(client.delete("/v1/users/u", headers=HB), 404)  # nothing left of it
+    assert mem.store.count(internal_user("b", "u")) == 0
+    assert mem.store.list_sessions(internal_user("b", "u")) == []
+    # tenant a's user of the same name is untouched
+    assert mem.store.count(internal_user("a", "u")) == 1
+    assert len(mem.store.list_sessions(internal_user("a", "u"))) == 1
+
+
 def test_replay_rebuilds_a_users_memory(api: tuple[TestClient, Memory]) -> None:
     client, mem = api
     for i, w in enumerate(["red", "green"]):

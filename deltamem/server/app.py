@@ -34,8 +34,11 @@ from deltamem.server.schemas import (
     JobOut,
     MemoryList,
     MemoryOut,
+    ProcessIn,
+    ProcessOut,
     ReplayIn,
     ReplayOut,
+    ResetOut,
     SearchIn,
     SearchOut,
     SessionIn,
@@ -178,8 +181,10 @@ def create_app(
             session_id=body.session_id,
             timestamp=body.timestamp,
             agent_id=body.agent_id,
+            infer=body.infer,
         )
-        worker.wake()
+        if body.infer:
+            worker.wake()
         view = await run(worker.job, (rec.user_id, rec.session_id, rec.agent_id))
         assert view is not None  # logged just now; the log does not lose sessions
         return view
@@ -208,10 +213,10 @@ def create_app(
 
     @app.post("/v1/jobs/{job_id}/retry", status_code=202, response_model=JobOut, tags=["sessions"])
     async def retry_job(job_id: str, tenant: Tenant) -> JobOut:
-        """Queue a failed (parked) job again. Retrying a pending or applied job changes
-        nothing: a session is never applied twice."""
+        """Queue a failed (parked) or deferred (sent with infer=false) job. Retrying a
+        pending or applied job changes nothing: a session is never applied twice."""
         rec = await _job_record(tenant, job_id)
-        if rec.status == "failed":
+        if rec.status in ("failed", "deferred"):
             await run(worker.request_retry, (rec.user_id, rec.session_id, rec.agent_id))
         return await _job_view(rec, job_id)
 
@@ -246,6 +251,57 @@ def create_app(
                 if agent is None or r.agent_id == agent
             ],
         )
+
+    @app.post("/v1/sessions/process", status_code=202, response_model=ProcessOut, tags=["sessions"])
+    async def process_sessions(tenant: Tenant, body: ProcessIn | None = None) -> ProcessOut:
+        """Queue the sessions sent with infer=false (deferred) of one user, or of every
+        user of the tenant; the answer lists every job waiting for the worker, in log
+        order (those already pending included). 404 for a user with no sessions."""
+        user = body.user_id if body else None
+
+        def queue() -> list[SessionRecord]:
+            internal = _internal(tenant, user) if user is not None else None
+            rows = [
+                r
+                for r in memory.store.list_sessions(internal)
+                if internal is not None or scope.owned_by(r.user_id, tenant)
+            ]
+            if internal is not None and not rows:
+                raise ApiError(404, f"no user {user!r}")
+            for r in rows:
+                if r.status == "deferred":
+                    memory.store.requeue_session(r.user_id, r.session_id, r.agent_id)
+            return [r for r in rows if r.status in ("pending", "deferred")]
+
+        queued = await run(queue)
+        worker.wake()
+        return ProcessOut(
+            user_id=user,
+            jobs=[
+                scope.job_id(scope.external_user(r.user_id)[1], r.session_id, r.agent_id)
+                for r in queued
+            ],
+        )
+
+    @app.delete("/v1/users/{user_id}", response_model=ResetOut, tags=["sessions"])
+    async def reset_user(
+        user_id: UserPath, tenant: Tenant, agent_id: AgentQuery = None
+    ) -> ResetOut:
+        """Forget a user entirely: memories, history and session log (with agent_id,
+        only what is kept for that agent). 404 for a user with nothing stored."""
+        internal = _internal(tenant, user_id)
+
+        def reset() -> int:
+            with worker.exclusive(internal):
+                if not memory.store.list_sessions(internal) and not memory.store.count(internal):
+                    raise ApiError(404, f"no user {user_id!r}")
+                return memory.reset(internal, agent_id)
+
+        try:
+            removed = await run(reset)
+        except LeaseBusy as exc:
+            raise ApiError(409, str(exc), title="User busy") from exc
+        return ResetOut(user_id=user_id, agent_id=agent_id, removed_memories=removed)
 
     @app.get(
         "/v1/sessions/{session_id}/memories", response_model=SessionMemories, tags=["memories"]

@@ -73,6 +73,12 @@ class SessionIn(BaseModel):
     timestamp: Timestamp | None = None
     agent_id: AgentId | None = None
     messages: Annotated[list[MessageIn], Field(min_length=1, max_length=MAX_SESSION_MESSAGES)]
+    infer: bool = Field(
+        True,
+        description="false: store the session verbatim (its turns are searchable at once) "
+        "without queueing it for the LLM; the job stays 'deferred' until "
+        "POST /v1/jobs/{id}/retry or POST /v1/sessions/process",
+    )
 
 
 class FiltersIn(BaseModel):
@@ -107,6 +113,12 @@ class AnswerIn(BaseModel):
     agent_id: AgentId | None = None
     limit: Annotated[int, Field(ge=1, le=100)] = 20
     asked_at: Timestamp | None = None
+
+
+class ProcessIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: UserId | None = None
 
 
 class ReplayIn(BaseModel):
@@ -213,7 +225,7 @@ class SessionMemories(BaseModel):
     memories: list[MemoryOut]
 
 
-JobStatus = Literal["pending", "running", "applied", "failed"]
+JobStatus = Literal["pending", "running", "applied", "failed", "deferred"]
 
 
 class JobOut(BaseModel):
@@ -235,6 +247,17 @@ class ReplayOut(BaseModel):
     status: Literal["pending"] = "pending"
     removed_memories: int
     jobs: list[str]
+
+
+class ProcessOut(BaseModel):
+    user_id: str | None = None
+    jobs: list[str]
+
+
+class ResetOut(BaseModel):
+    user_id: str
+    agent_id: str | None = None
+    removed_memories: int
 
 
 class Health(BaseModel):
