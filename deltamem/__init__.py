@@ -1,6 +1,8 @@
 """deltamem: long-term memory for LLM agents that stays right as facts change."""
 
+from deltamem.aio import AsyncClient, AsyncMemory
 from deltamem.answer import Answer
+from deltamem.client import Client, Job, ServiceError
 from deltamem.llm.factory import LLMConfig
 from deltamem.manager.agent import ManagerConfig
 from deltamem.memory import InvalidSession, Memory, SessionFailed
@@ -17,8 +19,12 @@ from deltamem.types import (
 __all__ = [
     "AddResult",
     "Answer",
+    "AsyncClient",
+    "AsyncMemory",
+    "Client",
     "HistoryEntry",
     "InvalidSession",
+    "Job",
     "LLMConfig",
     "ManagerConfig",
     "Memory",
@@ -27,6 +33,7 @@ __all__ = [
     "Operation",
     "SearchFilters",
     "SearchHit",
+    "ServiceError",
     "SessionFailed",
 ]
 __version__ = "0.1.0"

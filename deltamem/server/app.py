@@ -414,6 +414,7 @@ def create_app(
             agent_id=body.agent_id,
             limit=body.limit,
             asked_at=body.asked_at,
+            tiers=body.tiers,
         )
         return AnswerOut(
             question=body.question, answer=ans.text, memories=[HitOut.of(h) for h in ans.memories]

@@ -113,6 +113,7 @@ class AnswerIn(BaseModel):
     agent_id: AgentId | None = None
     limit: Annotated[int, Field(ge=1, le=100)] = 20
     asked_at: Timestamp | None = None
+    tiers: TiersIn = "all"
 
 
 class ProcessIn(BaseModel):
