@@ -447,3 +447,14 @@ def test_read_sessions_bad_utf8_names_the_line(tmp_path: Path) -> None:
     f.write_bytes(b'{"messages": []}\n{"messages": []}\n{"x": "\xff"}\n')
     with pytest.raises(SessionFileError, match=r"x\.jsonl:3: not valid UTF-8"):
         read_sessions(f)
+
+
+def test_command_modules_do_not_import_each_other() -> None:
+    """demo and diff share main's helpers through cli.render / cli.options, so
+    importing either does not pull in main (no import cycle)."""
+    code = (
+        "import sys, deltamem.cli.demo, deltamem.cli.diff; "
+        "print('deltamem.cli.main' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
