@@ -24,7 +24,7 @@ from deltamem.memory import InvalidSession, Memory, SessionFailed, parse_message
 from deltamem.server.config import WorkerSettings
 from deltamem.store.base import SessionConflict
 from deltamem.timeparse import parse_time
-from deltamem.types import SearchFilters
+from deltamem.types import AddResult, SearchFilters
 
 app = typer.Typer(
     help="Long-term memory for LLM agents that stays right as facts change.",
@@ -165,7 +165,8 @@ def add(
         except (InvalidSession, SessionConflict) as exc:
             fail(f"{s.where}: {exc} (nothing from this file was processed)")
         logged.append(rec)
-    results, failures = [], 0
+    results: list[AddResult | dict[str, str]] = []
+    failures = 0
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),

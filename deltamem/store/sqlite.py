@@ -80,9 +80,12 @@ class SQLiteStore(SQLiteEpisodes, Store):
         with self._tx():
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
             scripts = sorted(
-                p
-                for p in resources.files("deltamem.store.migrations").iterdir()
-                if p.name.endswith(".sql")
+                (
+                    p
+                    for p in resources.files("deltamem.store.migrations").iterdir()
+                    if p.name.endswith(".sql")
+                ),
+                key=lambda p: p.name,
             )
             for script in scripts:
                 n = int(script.name.split("_", 1)[0])
@@ -279,7 +282,7 @@ class SQLiteStore(SQLiteEpisodes, Store):
         return ops
 
     @staticmethod
-    def _bump(db, user_id: str) -> None:
+    def _bump(db: sqlite3.Connection, user_id: str) -> None:
         db.execute(
             """INSERT INTO bank_versions (user_id, version) VALUES (?, 1)
                ON CONFLICT (user_id) DO UPDATE SET version = version + 1""",
@@ -290,7 +293,9 @@ class SQLiteStore(SQLiteEpisodes, Store):
     def _blob(vec: np.ndarray) -> bytes:
         return np.asarray(vec, dtype=np.float32).tobytes()
 
-    def _insert(self, db, session: SessionRecord, w: PlannedWrite, now: str) -> Operation:
+    def _insert(
+        self, db: sqlite3.Connection, session: SessionRecord, w: PlannedWrite, now: str
+    ) -> Operation:
         mid = uuid.uuid4().hex
         agent = _agent(session.agent_id)
         cur = db.execute(
@@ -327,7 +332,9 @@ class SQLiteStore(SQLiteEpisodes, Store):
             op="add", memory_id=mid, content=w.content, memory_type=w.memory_type, turns=w.turns
         )
 
-    def _update(self, db, session: SessionRecord, w: PlannedWrite, now: str) -> Operation:
+    def _update(
+        self, db: sqlite3.Connection, session: SessionRecord, w: PlannedWrite, now: str
+    ) -> Operation:
         row = db.execute(
             "SELECT rowid, content, memory_type FROM memories WHERE id=? AND user_id=?",
             (w.memory_id, session.user_id),
@@ -382,7 +389,7 @@ class SQLiteStore(SQLiteEpisodes, Store):
             turns=w.turns,
         )
 
-    def _remove_rows(self, db, rowids: list[int]) -> None:
+    def _remove_rows(self, db: sqlite3.Connection, rowids: list[int]) -> None:
         for chunk in range(0, len(rowids), 500):
             part = rowids[chunk : chunk + 500]
             marks = ",".join("?" * len(part))
