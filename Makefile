@@ -1,6 +1,6 @@
 # deltamem: two commands set up everything from nothing (see README).
 #   make demo   virtualenv, llama.cpp engine, embedded model + embeddings, then the demo
-#   make test   the same setup, then the test suite
+#   make test   the same setup, then ruff, mypy (the package) and the test suite
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -26,11 +26,13 @@ demo: setup
 
 test: setup
 	$(VENV)/bin/ruff check deltamem tests benchmarks
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -q
 
 lint: setup
 	$(VENV)/bin/ruff check deltamem tests benchmarks
 	$(VENV)/bin/ruff format --check deltamem tests benchmarks
+	$(VENV)/bin/mypy
 
 bench-search: setup
 	$(PY) benchmarks/search_latency.py --sizes 1000,10000,100000 --json

@@ -32,18 +32,19 @@ def parse_time(value: str | datetime) -> datetime:
         raise ValueError(f"unrecognised timestamp {value!r}: give a string or a datetime")
     else:
         text = " ".join(value.strip().split())
-        dt = None
+        parsed: datetime | None = None
         try:
-            dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
             for fmt in _FORMATS:
                 try:
-                    dt = datetime.strptime(text, fmt)
+                    parsed = datetime.strptime(text, fmt)
                     break
                 except ValueError:
                     continue
-        if dt is None:
+        if parsed is None:
             raise ValueError(f"unrecognised timestamp {value!r}")
+        dt = parsed
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 

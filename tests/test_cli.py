@@ -473,3 +473,14 @@ def test_add_no_infer_stores_verbatim_and_resume_processes_later(tmp_path: Path)
     assert res.exit_code == 0, res.output
     assert [(r["session_id"], r["status"]) for r in json.loads(res.stdout)] == [("q1", "applied")]
     assert {r["session_id"]: r["status"] for r in session_rows(db)}["p1"] == "deferred"
+
+
+def test_command_modules_do_not_import_each_other() -> None:
+    """demo and diff share main's helpers through cli.render / cli.options, so
+    importing either does not pull in main (no import cycle)."""
+    code = (
+        "import sys, deltamem.cli.demo, deltamem.cli.diff; "
+        "print('deltamem.cli.main' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

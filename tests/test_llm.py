@@ -68,6 +68,11 @@ FULL = '{"operations": [{"op": "add", "content": "A"}, {"op": "add", "content": 
             id="escaped-backslash-before-quote",
         ),
         pytest.param(FULL + "\nextra words", json.loads(FULL), id="complete-then-trailing-text"),
+        pytest.param(
+            '{"operations": [{"op": "add", "content": "A"}, {"op": "add", "content": "Alice is 3',
+            {"operations": [{"op": "add", "content": "A"}]},
+            id="half-written-memory-dropped-not-completed",
+        ),
     ],
 )
 def test_close_truncated_keeps_finished_elements(text: str, expected: object) -> None:
@@ -84,6 +89,7 @@ def test_close_truncated_keeps_finished_elements(text: str, expected: object) ->
         '{"a": 1',
         "]",
         '{"a": "unterminated } ] string',
+        '{"operations": [{"op": "add", "content": "Alice is 3',
     ],
 )
 def test_close_truncated_nothing_salvageable(text: str) -> None:

@@ -247,7 +247,7 @@ def usage_table(usage: dict[str, dict[str, float]]) -> str:
 def run_tables(out: Path) -> str:
     """All tables of the run in OUT (metrics.json, and llm_usage.json if present)."""
     metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
-    first = next(iter(metrics.values()), {})
+    first: Any = next(iter(metrics.values()), {})
     if first.get("benchmark") in TABLES:
         body = TABLES[first["benchmark"]](metrics)
     else:

@@ -17,7 +17,7 @@ import html
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from string import Template
@@ -116,7 +116,7 @@ def bar_chart(
 
 def line_chart(
     title: str,
-    series: dict[str, Sequence[tuple[float, float]]],
+    series: Mapping[str, Sequence[tuple[float, float]]],
     *,
     xlabel: str = "",
     ymax: float | None = None,
@@ -234,7 +234,7 @@ def bars(title: str, groups: Sequence[str], series: dict[str, Sequence[Num]], **
     )
 
 
-def lines(title: str, series: dict[str, Sequence[tuple[float, float]]], **kw: Any) -> str:
+def lines(title: str, series: Mapping[str, Sequence[tuple[float, float]]], **kw: Any) -> str:
     """`line_chart`, or "" when no series has a point."""
     return line_chart(title, series, **kw) if any(series.values()) else ""
 
@@ -412,7 +412,7 @@ NAMES = {
 def benchmark_of(metrics: dict[str, Any]) -> str:
     """The benchmark a metrics.json is from: its `benchmark` field, else (runs from
     before that field) LoCoMo when it has categories and HaluMem otherwise."""
-    first = next(iter(metrics.values()), {})
+    first: Any = next(iter(metrics.values()), {})
     if not isinstance(first, dict):
         return "halumem"
     if first.get("benchmark") in NAMES:

@@ -94,7 +94,9 @@ def membench_body(metrics: dict[str, Any], records: Sequence[Record]) -> str:
     if buckets:
 
         def cap(s: str, b: str, key: str) -> Any:
-            row = next((x for x in metrics[s].get("capacity") or [] if x["bucket"] == b), {})
+            row: dict[str, Any] = next(
+                (x for x in metrics[s].get("capacity") or [] if x["bucket"] == b), {}
+            )
             return row.get(key)
 
         out.append("<h2>Capacity</h2>")

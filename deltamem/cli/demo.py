@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from deltamem.cli.render import memories_table, ops_table
 from deltamem.llm.factory import LLMConfig
 from deltamem.memory import Memory
 
@@ -30,8 +31,6 @@ def run_demo(db: str | Path | None, llm: LLMConfig | str | None, out: Console) -
     t0 = time.perf_counter()
     mem = Memory(path, llm=llm)
     mem.reset("priya")
-    from deltamem.cli.main import memories_table, ops_table  # shared table renderers
-
     for s in sessions:
         out.rule(f"session {s['session_id']} ({s['timestamp'][:10]})")
         for m in s["messages"]:

@@ -10,6 +10,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from deltamem.cli.options import OPTS
+from deltamem.cli.render import emit_json, fail
+
 if TYPE_CHECKING:
     from deltamem.embed import Embedder
 
@@ -51,7 +54,6 @@ def diff(
 ) -> None:
     """Compare two memory states: shared, matched (similarity, keyword fidelity),
     missing and extra entries, and P / R / F1."""
-    from deltamem.cli.main import OPTS, emit_json, fail
     from deltamem.embed import make_embedder
     from deltamem.train.diff import SnapshotError, diff_states
 

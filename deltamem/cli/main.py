@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import typer
-from pydantic import BaseModel
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from deltamem.cli.options import OPTS
+from deltamem.cli.render import emit_json, err, fail, memories_table, ops_table, out
 from deltamem.cli.sessions_file import SessionFileError, SessionInput, read_sessions
 from deltamem.ids import (
     MAX_ID_CHARS,
@@ -22,34 +20,19 @@ from deltamem.ids import (
     check_session_key,
     id_fault,
 )
-from deltamem.llm.factory import LLMConfig
 from deltamem.memory import InvalidSession, Memory, SessionFailed, parse_messages, session_hash
 from deltamem.server.config import WorkerSettings
 from deltamem.store.base import SessionConflict
 from deltamem.timeparse import parse_time
-from deltamem.types import AddResult, MemoryItem, Operation, SearchFilters, SessionRecord
+from deltamem.types import AddResult, SearchFilters, SessionRecord
 
 app = typer.Typer(
     help="Long-term memory for LLM agents that stays right as facts change.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-out = Console()
-err = Console(stderr=True)
 
 
-class Options:
-    db: str | None = None
-    llm: str | None = None
-    llm_timeout: float | None = None
-    embedder: str | None = None
-
-    @property
-    def llm_config(self) -> LLMConfig:
-        return LLMConfig(self.llm, timeout=self.llm_timeout)
-
-
-OPTS = Options()
 JsonFlag = typer.Option(False, "--json", help="Print JSON instead of tables.")
 
 
@@ -112,54 +95,6 @@ def main(
 
 def memory() -> Memory:
     return Memory(OPTS.db, llm=OPTS.llm_config, embedder=OPTS.embedder)
-
-
-def emit_json(value: Any) -> None:
-    def plain(v: Any) -> Any:
-        if isinstance(v, BaseModel):
-            return v.model_dump(mode="json")
-        if isinstance(v, list):
-            return [plain(x) for x in v]
-        if isinstance(v, dict):
-            return {k: plain(x) for k, x in v.items()}
-        return v
-
-    sys.stdout.write(json.dumps(plain(value), ensure_ascii=False, indent=2) + "\n")
-
-
-def fail(message: str, code: int = 2) -> None:
-    # messages carry user text (ids, paths): never read as markup, never hard-wrapped
-    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
-    raise typer.Exit(code)
-
-
-def memories_table(items: list[MemoryItem], title: str) -> Table:
-    table = Table(title=title, show_lines=False)
-    for col in ("id", "date", "type", "memory", "from (session:turns)", "v"):
-        table.add_column(col, overflow="fold")
-    for m in items:
-        turns = ",".join(str(t) for t in m.turns)
-        table.add_row(
-            m.id[:8],
-            m.timestamp.strftime("%Y-%m-%d"),
-            m.memory_type or "",
-            escape(m.content),
-            escape(f"{m.session_id}:{turns}"),
-            str(m.version),
-        )
-    return table
-
-
-def ops_table(ops: list[Operation], title: str) -> Table:
-    table = Table(title=title)
-    for col in ("op", "id", "content", "note"):
-        table.add_column(col, overflow="fold")
-    for o in ops:
-        content = o.content or ""
-        if o.op == "update" and o.old_content:
-            content = f"{o.old_content}\n→ {content}"
-        table.add_row(o.op, (o.memory_id or "")[:8], escape(content), escape(o.note or ""))
-    return table
 
 
 # --- write ----------------------------------------------------------------------------
@@ -240,7 +175,8 @@ def add(
     if not infer:
         _report_deferred(logged, as_json)
         return
-    results, failures = [], 0
+    results: list[AddResult | dict[str, str]] = []
+    failures = 0
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),

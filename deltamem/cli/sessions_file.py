@@ -61,8 +61,8 @@ def read_sessions(path: Path) -> list[SessionInput]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise SessionFileError(f"{path}:{line}: not valid UTF-8 ({exc.reason})") from exc
+        at = raw[: exc.start].count(b"\n") + 1
+        raise SessionFileError(f"{path}:{at}: not valid UTF-8 ({exc.reason})") from exc
     text = text.removeprefix("\ufeff")  # a BOM (Windows editors) is not part of the JSON
     stripped = text.lstrip()
     if not stripped:

@@ -4,6 +4,15 @@ A constrained decoder only ever emits a valid *prefix* of the schema; when it
 runs out of tokens the reply is that prefix. We keep every array element and
 object member that was finished and close what is still open, so the finished
 operations of a long reply are not thrown away with the unfinished last one.
+
+The unfinished part is DROPPED, never completed: a memory cut at "Alice is 3"
+(of "Alice is 35") must not be stored. That is why this stays hand-written rather
+than calling the `json-repair` package: json-repair completes what is open
+(`{"ops": [{"content": "Alice is 3` → `{"ops": [{"content": "Alice is 3"}]}`,
+`{"a": 1` → `{"a": 1}`, `{"ops": [{"op": "ad` → `{"ops": [{"op": "ad"}]}`), and a
+wrapper cannot drop the right part afterwards without knowing where the last
+finished element ended, at whatever depth the cut fell, which is all this
+function computes (tests/test_llm.py holds the cases).
 """
 
 from __future__ import annotations

@@ -117,7 +117,7 @@ class LlamaCppLLM(LLM):
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
         llama = self._llama
-        token_text = llama._model.token_get_text  # type: ignore[union-attr]
+        token_text = llama._model.token_get_text
         formatter = Jinja2ChatFormatter(
             template=llama.metadata["tokenizer.chat_template"],
             eos_token=token_text(llama.token_eos()),

@@ -47,7 +47,7 @@ from deltamem.retrieval.hybrid import HybridSearcher
 from deltamem.store.base import PlannedWrite, Store
 from deltamem.text import keywords
 from deltamem.timeparse import human_date
-from deltamem.types import Operation, SessionRecord
+from deltamem.types import MemoryItem, Operation, SessionRecord
 
 NEAR_DUPLICATE = 0.96  # cosine above which an add is taken as restating a memory
 COPIED_UPDATE = 0.9  # cosine to another known memory above which an update is a copy
@@ -197,7 +197,9 @@ class Manager:
             queries, session.user_id, vectors=vecs, agent_id=session.agent_id, depth=8
         )
         related = self.store.get_many([mid for mid, _ in ranked[: c.prefetch]])
-        listed = [(ws.show(m), m, m.content) for m in related]
+        listed: list[tuple[str, MemoryItem | None, str]] = [
+            (ws.show(m), m, m.content) for m in related
+        ]
         listed += [(short, None, p.content) for short, p in ws.pending_adds()]
         ids = [short for short, _, _ in listed]  # the only ids the reply may name
         prompt = self._session.substitute(

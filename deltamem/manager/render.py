@@ -9,7 +9,7 @@ unconfirmed suggestions (distractors) live. This is the main lever on write cost
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
@@ -76,7 +76,7 @@ def chunk_turns(turns: list[Turn], budget: int) -> list[list[Turn]]:
     return chunks
 
 
-def memory_lines(items: list[tuple[str, MemoryItem | None, str]]) -> str:
+def memory_lines(items: Sequence[tuple[str, MemoryItem | None, str]]) -> str:
     """(short id, memory or None for one pending in this session, content) → lines."""
     if not items:
         return "(none yet)"

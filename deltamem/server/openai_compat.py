@@ -16,6 +16,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from fastapi import FastAPI
@@ -132,7 +133,7 @@ def create_openai_app(llm: LLM, embedder: Embedder, *, purpose: str = "openai-ap
     @app.post("/v1/embeddings")
     def embeddings(body: EmbeddingsIn) -> dict[str, Any]:
         texts = [body.input] if isinstance(body.input, str) else list(body.input)
-        vectors = embedder.embed(texts) if texts else []
+        vectors: Iterable[Any] = embedder.embed(texts) if texts else []
         return {
             "object": "list",
             "model": embedder.name,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
 
 from deltamem.llm.factory import LLMConfig
 from deltamem.memory import Memory
@@ -66,7 +65,7 @@ def serve(
 
 
 def serve_mcp(
-    transport: Literal["stdio", "streamable-http", "http"] = "stdio",
+    transport: str = "stdio",  # checked below: stdio, streamable-http (or http)
     memory_path: str | Path | None = None,
     llm_spec: LLMSpec = None,
     *,
@@ -94,7 +93,7 @@ def serve_mcp(
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(message)s")
     transport = {"http": "streamable-http", "streamable_http": "streamable-http"}.get(
         transport, transport
-    )  # type: ignore[assignment]
+    )
     if transport not in ("stdio", "streamable-http"):
         raise ValueError(f"unknown MCP transport {transport!r}: use stdio or streamable-http")
     memory = Memory(memory_path, llm=llm_spec, embedder=embedder_spec)

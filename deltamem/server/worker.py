@@ -311,7 +311,8 @@ class Worker:
                     # store refused the second apply, so this is success, not a failure
                     return done
                 if self._stop.is_set():
-                    return self._left_for_next(key, exc)
+                    self._left_for_next(key, exc)
+                    return None
                 error = (
                     str(exc) if isinstance(exc, SessionFailed) else (f"{type(exc).__name__}: {exc}")
                 )

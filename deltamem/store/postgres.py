@@ -22,7 +22,7 @@ import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from importlib import resources
 from typing import Any
 
@@ -42,10 +42,10 @@ from deltamem.store.base import (
 )
 from deltamem.store.pg_sql import filter_sql, fold, knn, text_rank, vector_literal
 from deltamem.store.postgres_episodes import PostgresEpisodes
+from deltamem.store.rows import POSTGRES_ROWS
 from deltamem.types import (
     HistoryEntry,
     MemoryItem,
-    Message,
     Operation,
     SearchFilters,
     SessionRecord,
@@ -72,10 +72,6 @@ _STATUS_WHERE = {
 
 def _agent(agent_id: str | None) -> str:
     return agent_id or ""
-
-
-def _utc(dt: datetime) -> datetime:
-    return dt.astimezone(UTC)
 
 
 def _fts_text(w: PlannedWrite) -> str:
@@ -187,38 +183,6 @@ class PostgresStore(PostgresEpisodes, Store):
                 )
 
     # --- row mapping -----------------------------------------------------------
-    @staticmethod
-    def _memory(r: Row) -> MemoryItem:
-        return MemoryItem(
-            id=r["id"],
-            user_id=r["user_id"],
-            agent_id=r["agent_id"] or None,
-            content=r["content"],
-            timestamp=datetime.fromisoformat(r["timestamp"]),
-            memory_type=r["memory_type"] or None,
-            keywords=r["keywords"],
-            session_id=r["session_id"],
-            turns=r["turns"],
-            created_at=_utc(r["created_at"]),
-            updated_at=_utc(r["updated_at"]),
-            version=r["version"],
-        )
-
-    @staticmethod
-    def _session(r: Row) -> SessionRecord:
-        return SessionRecord(
-            user_id=r["user_id"],
-            agent_id=r["agent_id"] or None,
-            session_id=r["session_id"],
-            timestamp=datetime.fromisoformat(r["timestamp"]),
-            messages=[Message.model_validate(m) for m in json.loads(r["messages"])],
-            content_hash=r["content_hash"],
-            status="deferred" if r["status"] == "pending" and r["deferred"] else r["status"],
-            error=r["error"],
-            attempts=r["attempts"],
-            seq=r["seq"],
-        )
-
     # --- session log -------------------------------------------------------------
     def log_session(
         self, rec: SessionRecord, episodes: list[PlannedEpisode] | None = None
@@ -257,7 +221,7 @@ class PostgresStore(PostgresEpisodes, Store):
                     f"session {rec.session_id!r} of user {rec.user_id!r} is already logged "
                     "with different content; give the new session its own id"
                 )
-            return self._session(row), False
+            return POSTGRES_ROWS.session(row), False
 
     def get_session(
         self, user_id: str, session_id: str, agent_id: str | None = None
@@ -265,7 +229,7 @@ class PostgresStore(PostgresEpisodes, Store):
         rows = self._read(
             f"SELECT * FROM sessions WHERE {_SCOPE}", (user_id, _agent(agent_id), session_id)
         )
-        return self._session(rows[0]) if rows else None
+        return POSTGRES_ROWS.session(rows[0]) if rows else None
 
     def list_sessions(
         self, user_id: str | None = None, status: SessionStatus | None = None
@@ -278,7 +242,7 @@ class PostgresStore(PostgresEpisodes, Store):
             where.append(_STATUS_WHERE.get(status, "status=%s"))
             params.extend([] if status in _STATUS_WHERE else [status])
         sql = f"SELECT * FROM sessions WHERE {' AND '.join(where)} ORDER BY seq"
-        return [self._session(r) for r in self._read(sql, params)]
+        return [POSTGRES_ROWS.session(r) for r in self._read(sql, params)]
 
     def mark_failed(self, user_id: str, session_id: str, agent_id: str | None, error: str) -> None:
         with self._tx() as cur:
@@ -516,7 +480,7 @@ class PostgresStore(PostgresEpisodes, Store):
     # --- reads ---------------------------------------------------------------------
     def get(self, memory_id: str) -> MemoryItem | None:
         rows = self._read(f"SELECT {_MEMORY_COLS} FROM memories WHERE id=%s", (memory_id,))
-        return self._memory(rows[0]) if rows else None
+        return POSTGRES_ROWS.memory(rows[0]) if rows else None
 
     def get_many(self, memory_ids: list[str]) -> list[MemoryItem]:
         if not memory_ids:
@@ -524,7 +488,7 @@ class PostgresStore(PostgresEpisodes, Store):
         rows = self._read(
             f"SELECT {_MEMORY_COLS} FROM memories WHERE id = ANY(%s)", (list(memory_ids),)
         )
-        found = {r["id"]: self._memory(r) for r in rows}
+        found = {r["id"]: POSTGRES_ROWS.memory(r) for r in rows}
         return [found[i] for i in memory_ids if i in found]
 
     @staticmethod
@@ -545,23 +509,11 @@ class PostgresStore(PostgresEpisodes, Store):
                 ORDER BY ts, seq LIMIT %s""",
             [user_id, *params, self._limit(limit)],
         )
-        return [self._memory(r) for r in rows]
+        return [POSTGRES_ROWS.memory(r) for r in rows]
 
     def history(self, memory_id: str) -> list[HistoryEntry]:
         rows = self._read("SELECT * FROM history WHERE memory_id=%s ORDER BY id", (memory_id,))
-        return [
-            HistoryEntry(
-                memory_id=r["memory_id"],
-                op=r["op"],
-                old_content=r["old_content"],
-                new_content=r["new_content"],
-                session_id=r["session_id"],
-                actor=r["actor"],
-                at=_utc(r["at"]),
-                user_id=r["user_id"],
-            )
-            for r in rows
-        ]
+        return [POSTGRES_ROWS.history(r) for r in rows]
 
     def session_writes(self, session_id: str, user_id: str | None = None) -> dict[str, str]:
         sql = """SELECT memory_id, new_content FROM history WHERE session_id=%s

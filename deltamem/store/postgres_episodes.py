@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -15,6 +14,7 @@ import psycopg
 
 from deltamem.store.base import PlannedEpisode, StoreError
 from deltamem.store.pg_sql import filter_sql, fold, knn, text_rank, vector_literal
+from deltamem.store.rows import POSTGRES_ROWS
 from deltamem.types import Episode, SearchFilters, SessionRecord
 
 Row = dict[str, Any]
@@ -35,21 +35,6 @@ class PostgresEpisodes:
         dim: int
         _tx: Callable[[], AbstractContextManager[psycopg.Cursor[Row]]]
         _read: Callable[..., list[Row]]
-        _session: Callable[[Row], SessionRecord]
-
-    @staticmethod
-    def _episode(r: Row) -> Episode:
-        return Episode(
-            id=r["id"],
-            user_id=r["user_id"],
-            agent_id=r["agent_id"] or None,
-            session_id=r["session_id"],
-            turn=r["turn"],
-            role=r["role"],
-            name=r["name"],
-            content=r["content"],
-            timestamp=datetime.fromisoformat(r["timestamp"]),
-        )
 
     def _insert_episodes(self, cur: psycopg.Cursor[Row], episodes: list[PlannedEpisode]) -> int:
         added = 0
@@ -86,7 +71,7 @@ class PostgresEpisodes:
         rows = self._read(
             "SELECT * FROM sessions WHERE NOT indexed ORDER BY seq LIMIT %s", (int(limit),)
         )
-        return [self._session(r) for r in rows]
+        return [POSTGRES_ROWS.session(r) for r in rows]
 
     def index_episodes(self, rec: SessionRecord, episodes: list[PlannedEpisode]) -> int:
         key = (rec.user_id, rec.agent_id or "", rec.session_id)
@@ -110,7 +95,7 @@ class PostgresEpisodes:
         if not episode_ids:
             return []
         rows = self._read("SELECT * FROM episodes WHERE id = ANY(%s)", (list(episode_ids),))
-        found = {r["id"]: self._episode(r) for r in rows}
+        found = {r["id"]: POSTGRES_ROWS.episode(r) for r in rows}
         return [found[i] for i in episode_ids if i in found]
 
     def episode_dense_search(

@@ -32,13 +32,13 @@ from deltamem.store.base import (
     StoreError,
     UnknownMemory,
 )
+from deltamem.store.rows import SQLITE_ROWS
 from deltamem.store.sqlite_episodes import SQLiteEpisodes
 from deltamem.store.sqlite_sql import bm25_search, count_rows, filter_sql
 from deltamem.store.vectors import Bank, VectorCache
 from deltamem.types import (
     HistoryEntry,
     MemoryItem,
-    Message,
     Operation,
     SearchFilters,
     SessionRecord,
@@ -87,9 +87,12 @@ class SQLiteStore(SQLiteEpisodes, Store):
         with self._tx():
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
             scripts = sorted(
-                p
-                for p in resources.files("deltamem.store.migrations").iterdir()
-                if p.name.endswith(".sql")
+                (
+                    p
+                    for p in resources.files("deltamem.store.migrations").iterdir()
+                    if p.name.endswith(".sql")
+                ),
+                key=lambda p: p.name,
             )
             for script in scripts:
                 n = int(script.name.split("_", 1)[0])
@@ -122,38 +125,6 @@ class SQLiteStore(SQLiteEpisodes, Store):
             self._db.execute("COMMIT")
 
     # --- row mapping -----------------------------------------------------------
-    @staticmethod
-    def _memory(row: sqlite3.Row) -> MemoryItem:
-        return MemoryItem(
-            id=row["id"],
-            user_id=row["user_id"],
-            agent_id=row["agent_id"] or None,
-            content=row["content"],
-            timestamp=datetime.fromisoformat(row["timestamp"]),
-            memory_type=row["memory_type"] or None,
-            keywords=json.loads(row["keywords"]),
-            session_id=row["session_id"],
-            turns=json.loads(row["turns"]),
-            created_at=datetime.fromisoformat(row["created_at"]),
-            updated_at=datetime.fromisoformat(row["updated_at"]),
-            version=row["version"],
-        )
-
-    @staticmethod
-    def _session(row: sqlite3.Row) -> SessionRecord:
-        return SessionRecord(
-            user_id=row["user_id"],
-            agent_id=row["agent_id"] or None,
-            session_id=row["session_id"],
-            timestamp=datetime.fromisoformat(row["timestamp"]),
-            messages=[Message.model_validate(m) for m in json.loads(row["messages"])],
-            content_hash=row["content_hash"],
-            status="deferred" if row["status"] == "pending" and row["deferred"] else row["status"],
-            error=row["error"],
-            attempts=row["attempts"],
-            seq=row["seq"],
-        )
-
     def _read(self, sql: str, params: tuple | list = ()) -> list[sqlite3.Row]:
         with self._lock:
             return self._db.execute(sql, params).fetchall()
@@ -173,7 +144,7 @@ class SQLiteStore(SQLiteEpisodes, Store):
                         f"session {rec.session_id!r} of user {rec.user_id!r} is already logged "
                         "with different content; give the new session its own id"
                     )
-                return self._session(row), False
+                return SQLITE_ROWS.session(row), False
             messages = json.dumps([m.model_dump(mode="json") for m in rec.messages])
             cur = db.execute(
                 """INSERT INTO sessions (user_id, agent_id, session_id, ts, timestamp, messages,
@@ -203,7 +174,7 @@ class SQLiteStore(SQLiteEpisodes, Store):
             "SELECT * FROM sessions WHERE user_id=? AND agent_id=? AND session_id=?",
             (user_id, _agent(agent_id), session_id),
         )
-        return self._session(rows[0]) if rows else None
+        return SQLITE_ROWS.session(rows[0]) if rows else None
 
     def list_sessions(
         self, user_id: str | None = None, status: SessionStatus | None = None
@@ -216,7 +187,7 @@ class SQLiteStore(SQLiteEpisodes, Store):
             where.append(_STATUS_WHERE.get(status, "status=?"))
             params.extend([] if status in _STATUS_WHERE else [status])
         sql = "SELECT * FROM sessions" + (" WHERE " + " AND ".join(where) if where else "")
-        return [self._session(r) for r in self._read(sql + " ORDER BY seq", params)]
+        return [SQLITE_ROWS.session(r) for r in self._read(sql + " ORDER BY seq", params)]
 
     def mark_failed(self, user_id: str, session_id: str, agent_id: str | None, error: str) -> None:
         with self._tx() as db:
@@ -322,7 +293,7 @@ class SQLiteStore(SQLiteEpisodes, Store):
         return ops
 
     @staticmethod
-    def _bump(db, user_id: str) -> None:
+    def _bump(db: sqlite3.Connection, user_id: str) -> None:
         db.execute(
             """INSERT INTO bank_versions (user_id, version) VALUES (?, 1)
                ON CONFLICT (user_id) DO UPDATE SET version = version + 1""",
@@ -333,7 +304,9 @@ class SQLiteStore(SQLiteEpisodes, Store):
     def _blob(vec: np.ndarray) -> bytes:
         return np.asarray(vec, dtype=np.float32).tobytes()
 
-    def _insert(self, db, session: SessionRecord, w: PlannedWrite, now: str) -> Operation:
+    def _insert(
+        self, db: sqlite3.Connection, session: SessionRecord, w: PlannedWrite, now: str
+    ) -> Operation:
         mid = uuid.uuid4().hex
         agent = _agent(session.agent_id)
         cur = db.execute(
@@ -370,7 +343,9 @@ class SQLiteStore(SQLiteEpisodes, Store):
             op="add", memory_id=mid, content=w.content, memory_type=w.memory_type, turns=w.turns
         )
 
-    def _update(self, db, session: SessionRecord, w: PlannedWrite, now: str) -> Operation:
+    def _update(
+        self, db: sqlite3.Connection, session: SessionRecord, w: PlannedWrite, now: str
+    ) -> Operation:
         row = db.execute(
             "SELECT rowid, content, memory_type FROM memories WHERE id=? AND user_id=?",
             (w.memory_id, session.user_id),
@@ -425,7 +400,7 @@ class SQLiteStore(SQLiteEpisodes, Store):
             turns=w.turns,
         )
 
-    def _remove_rows(self, db, rowids: list[int]) -> None:
+    def _remove_rows(self, db: sqlite3.Connection, rowids: list[int]) -> None:
         for chunk in range(0, len(rowids), 500):
             part = rowids[chunk : chunk + 500]
             marks = ",".join("?" * len(part))
@@ -490,7 +465,7 @@ class SQLiteStore(SQLiteEpisodes, Store):
     # --- reads ---------------------------------------------------------------------
     def get(self, memory_id: str) -> MemoryItem | None:
         rows = self._read("SELECT * FROM memories WHERE id=?", (memory_id,))
-        return self._memory(rows[0]) if rows else None
+        return SQLITE_ROWS.memory(rows[0]) if rows else None
 
     def get_many(self, memory_ids: list[str]) -> list[MemoryItem]:
         if not memory_ids:
@@ -501,7 +476,7 @@ class SQLiteStore(SQLiteEpisodes, Store):
             rows = self._read(
                 f"SELECT * FROM memories WHERE id IN ({','.join('?' * len(part))})", part
             )
-            found.update({r["id"]: self._memory(r) for r in rows})
+            found.update({r["id"]: SQLITE_ROWS.memory(r) for r in rows})
         return [found[i] for i in memory_ids if i in found]
 
     def list_memories(
@@ -515,23 +490,11 @@ class SQLiteStore(SQLiteEpisodes, Store):
         sql = f"SELECT * FROM memories WHERE user_id=?{extra} ORDER BY ts, rowid"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return [self._memory(r) for r in self._read(sql, [user_id, *params])]
+        return [SQLITE_ROWS.memory(r) for r in self._read(sql, [user_id, *params])]
 
     def history(self, memory_id: str) -> list[HistoryEntry]:
         rows = self._read("SELECT * FROM history WHERE memory_id=? ORDER BY id", (memory_id,))
-        return [
-            HistoryEntry(
-                memory_id=r["memory_id"],
-                op=r["op"],
-                old_content=r["old_content"],
-                new_content=r["new_content"],
-                session_id=r["session_id"],
-                actor=r["actor"],
-                at=datetime.fromisoformat(r["at"]),
-                user_id=r["user_id"],
-            )
-            for r in rows
-        ]
+        return [SQLITE_ROWS.history(r) for r in rows]
 
     def session_writes(self, session_id: str, user_id: str | None = None) -> dict[str, str]:
         sql = """SELECT memory_id, new_content FROM history WHERE session_id=?

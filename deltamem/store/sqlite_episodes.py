@@ -7,12 +7,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from deltamem.store.base import PlannedEpisode, StoreError
+from deltamem.store.rows import SQLITE_ROWS
 from deltamem.store.sqlite_sql import bm25_search, count_rows
 from deltamem.store.vectors import Bank, VectorCache
 from deltamem.types import Episode, SearchFilters, SessionRecord
@@ -25,22 +25,7 @@ class SQLiteEpisodes:
         _episode_vectors: VectorCache
         _tx: Callable[[], AbstractContextManager[sqlite3.Connection]]
         _read: Callable[..., list[sqlite3.Row]]
-        _session: Callable[[sqlite3.Row], SessionRecord]
         _bank: Callable[[VectorCache, str, str, str], Bank]
-
-    @staticmethod
-    def _episode(row: sqlite3.Row) -> Episode:
-        return Episode(
-            id=row["id"],
-            user_id=row["user_id"],
-            agent_id=row["agent_id"] or None,
-            session_id=row["session_id"],
-            turn=row["turn"],
-            role=row["role"],
-            name=row["name"],
-            content=row["content"],
-            timestamp=datetime.fromisoformat(row["timestamp"]),
-        )
 
     def _insert_episodes(self, db: sqlite3.Connection, episodes: list[PlannedEpisode]) -> int:
         added = 0
@@ -99,7 +84,7 @@ class SQLiteEpisodes:
         rows = self._read(
             "SELECT * FROM sessions WHERE indexed=0 ORDER BY seq LIMIT ?", (int(limit),)
         )
-        return [self._session(r) for r in rows]
+        return [SQLITE_ROWS.session(r) for r in rows]
 
     def index_episodes(self, rec: SessionRecord, episodes: list[PlannedEpisode]) -> int:
         with self._tx() as db:
@@ -123,7 +108,7 @@ class SQLiteEpisodes:
             rows = self._read(
                 f"SELECT * FROM episodes WHERE id IN ({','.join('?' * len(part))})", part
             )
-            found.update({r["id"]: self._episode(r) for r in rows})
+            found.update({r["id"]: SQLITE_ROWS.episode(r) for r in rows})
         return [found[i] for i in episode_ids if i in found]
 
     def episode_dense_search(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from typing import Any
 
 from deltamem.porter import stem
 from deltamem.types import SearchFilters
@@ -18,8 +19,9 @@ def fts_query(terms: list[str]) -> str:
 
 def filter_sql(
     agent_id: str | None, filters: SearchFilters | None, prefix: str = ""
-) -> tuple[str, list]:
-    parts, params = [], []
+) -> tuple[str, list[Any]]:
+    parts: list[str] = []
+    params: list[Any] = []
     if agent_id is not None:
         parts.append(f"{prefix}agent_id = ?")
         params.append(agent_id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from string import Template
 from typing import Any
 
@@ -71,7 +72,7 @@ def negated(text: str) -> bool:
     return bool(_NEGATION.search(text))
 
 
-def content(text: str, skip: frozenset[str] = frozenset()) -> set[str]:
+def content(text: str, skip: AbstractSet[str] = frozenset()) -> set[str]:
     """Stemmed content words, stopwords and `skip` left out."""
     return {stem(t) for t in terms(text, limit=10_000)} - skip
 

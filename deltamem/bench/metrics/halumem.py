@@ -123,7 +123,7 @@ def aggregate(records: Sequence[Record]) -> dict[str, Any]:
     updates = _kind(records, "update")
     questions = _kind(records, "question")
     sessions = _kind(records, "session")
-    qa = cho(questions)
+    qa: dict[str, Any] = dict(cho(questions))
     types = sorted({str(q.get("question_type", "unknown")) for q in questions})
     qa["by_type"] = {
         t: cho([q for q in questions if str(q.get("question_type", "unknown")) == t]) for t in types

@@ -48,7 +48,7 @@ def _telemetry_off() -> None:
     for name in ("mem0.memory.telemetry", "mem0.memory.main"):
         module = sys.modules.get(name)
         if module is not None and hasattr(module, "MEM0_TELEMETRY"):
-            module.MEM0_TELEMETRY = False
+            module.__dict__["MEM0_TELEMETRY"] = False
 
 
 class Mem0System(MemorySystem):

@@ -135,7 +135,8 @@ class PipelineSystem(MemorySystem):
             self.model.count_tokens(f"{m.role}: {m.content}") for m in record.messages
         )
         if record.status == "applied":  # replayed from the log: nothing spent
-            return {k: 0 for k in REPORTED_KEYS} | {"session_tokens": session_tokens}
+            nothing: dict[str, float] = {k: 0 for k in REPORTED_KEYS}
+            return nothing | {"session_tokens": session_tokens}
         before = self.model.usage.snapshot()
         try:
             facts = self.extract(record)

@@ -1,0 +1,70 @@
+"""Output shared by the CLI's commands: the consoles, JSON, errors and rich tables.
+
+Its own module so that the commands' modules (main, demo, diff) import it and
+not each other.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, NoReturn
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from deltamem.types import MemoryItem, Operation
+
+out = Console()
+err = Console(stderr=True)
+
+
+def emit_json(value: Any) -> None:
+    def plain(v: Any) -> Any:
+        if isinstance(v, BaseModel):
+            return v.model_dump(mode="json")
+        if isinstance(v, list):
+            return [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return v
+
+    sys.stdout.write(json.dumps(plain(value), ensure_ascii=False, indent=2) + "\n")
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    # messages carry user text (ids, paths): never read as markup, never hard-wrapped
+    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def memories_table(items: list[MemoryItem], title: str) -> Table:
+    table = Table(title=title, show_lines=False)
+    for col in ("id", "date", "type", "memory", "from (session:turns)", "v"):
+        table.add_column(col, overflow="fold")
+    for m in items:
+        turns = ",".join(str(t) for t in m.turns)
+        table.add_row(
+            m.id[:8],
+            m.timestamp.strftime("%Y-%m-%d"),
+            m.memory_type or "",
+            escape(m.content),
+            escape(f"{m.session_id}:{turns}"),
+            str(m.version),
+        )
+    return table
+
+
+def ops_table(ops: list[Operation], title: str) -> Table:
+    table = Table(title=title)
+    for col in ("op", "id", "content", "note"):
+        table.add_column(col, overflow="fold")
+    for o in ops:
+        content = o.content or ""
+        if o.op == "update" and o.old_content:
+            content = f"{o.old_content}\n→ {content}"
+        table.add_row(o.op, (o.memory_id or "")[:8], escape(content), escape(o.note or ""))
+    return table
