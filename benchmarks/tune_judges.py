@@ -27,7 +27,7 @@ GRID = [round(0.05 * i, 2) for i in range(1, 20)]
 # which thresholds each judge reads
 KEYS = {
     "qa": ["same_answer"],
-    "locomo": ["same_answer"],
+    "locomo": ["same_answer_locomo"],
     "integrity": ["covers_full", "covers_part"],
     "update": ["update", "conflict"],
     "accuracy": ["supported_full", "supported_part"],
