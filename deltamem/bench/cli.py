@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 if TYPE_CHECKING:
+    from deltamem.embed import Embedder
     from deltamem.llm.base import LLM
 
 app = typer.Typer(
@@ -113,6 +114,22 @@ def _own(out: Path) -> Iterator[None]:
         raise typer.Exit(2) from None
 
 
+def _setup(
+    systems: str, embedder: str | None, llm: str | None, timeout: float, out: Path
+) -> tuple[list[str], Embedder, LLM]:
+    """The systems' names (checked), the embedder, and the systems' model, whose
+    every call goes to OUT/llm_calls.jsonl."""
+    from deltamem.bench.log import log_calls
+    from deltamem.embed import make_embedder
+    from deltamem.llm import make_llm
+
+    names = _systems(systems)
+    emb = make_embedder(embedder)
+    model = make_llm(llm, timeout=timeout)
+    log_calls(model, out)
+    return names, emb, model
+
+
 def _judge_llm(judge: str, llm: str | None, model: LLM, timeout: float, out: Path) -> LLM | None:
     """The judge's LLM: None for --judge none, the systems' model when the specs match."""
     from deltamem.bench.log import log_calls
@@ -162,14 +179,8 @@ def halumem(
 ) -> None:
     """HaluMem: extraction, updating and QA, item by item (SPEC §4.1)."""
     from deltamem.bench.halumem import HaluMemRun, run_halumem, write_metrics
-    from deltamem.bench.log import log_calls
-    from deltamem.embed import make_embedder
-    from deltamem.llm import make_llm
 
-    names = _systems(systems)
-    emb = make_embedder(embedder)
-    model = make_llm(llm, timeout=timeout)
-    log_calls(model, out)
+    names, emb, model = _setup(systems, embedder, llm, timeout, out)
     with _own(out), _progress() as advance:
         run = HaluMemRun(
             data=data,
@@ -182,12 +193,10 @@ def halumem(
             progress=advance,
         )
         metrics = run_halumem(run, llm=model, embedder=emb)
-        if judge.strip().lower() != "none":
+        judge_llm = _judge_llm(judge, llm, model, timeout, out)
+        if judge_llm is not None:
             from deltamem.bench.judges.halumem import judge_run
 
-            judge_llm = model if judge.strip() == (llm or "") else make_llm(judge, timeout=timeout)
-            if judge_llm is not model:
-                log_calls(judge_llm, out)
             judge_run(
                 out, data, judge_llm, progress=advance, kinds=_judges(judges), mode=judge_mode
             )
@@ -218,19 +227,9 @@ def locomo(
 ) -> None:
     """LoCoMo: token F1, BLEU-1, evidence recall (and an LLM judge when given)."""
     from deltamem.bench.locomo import LocomoRun, run_locomo
-    from deltamem.bench.log import log_calls
-    from deltamem.embed import make_embedder
-    from deltamem.llm import make_llm
 
-    names = _systems(systems)
-    emb = make_embedder(embedder)
-    model = make_llm(llm, timeout=timeout)
-    log_calls(model, out)
-    judge_llm = None
-    if judge.strip().lower() != "none":
-        judge_llm = model if judge.strip() == (llm or "") else make_llm(judge, timeout=timeout)
-        if judge_llm is not model:
-            log_calls(judge_llm, out)
+    names, emb, model = _setup(systems, embedder, llm, timeout, out)
+    judge_llm = _judge_llm(judge, llm, model, timeout, out)
     with _own(out), _progress() as advance:
         run = LocomoRun(
             data=data,
@@ -285,15 +284,9 @@ def membench(
     Accuracy by scenario (participation / observation) and level (factual /
     reflective), recall@k of target_step_id, accuracy per history length (--noise),
     read and write time per step."""
-    from deltamem.bench.log import log_calls
     from deltamem.bench.membench import MemBenchRun, run_membench
-    from deltamem.embed import make_embedder
-    from deltamem.llm import make_llm
 
-    names = _systems(systems)
-    emb = make_embedder(embedder)
-    model = make_llm(llm, timeout=timeout)
-    log_calls(model, out)
+    names, emb, model = _setup(systems, embedder, llm, timeout, out)
     with _own(out), _progress() as advance:
         run = MemBenchRun(
             data=data,
@@ -337,15 +330,9 @@ def longmemeval(
 
     Accuracy by question type and on abstention questions with --judge; token F1
     always; session- and turn-level recall of the evidence."""
-    from deltamem.bench.log import log_calls
     from deltamem.bench.longmemeval import LongMemEvalRun, run_longmemeval
-    from deltamem.embed import make_embedder
-    from deltamem.llm import make_llm
 
-    names = _systems(systems)
-    emb = make_embedder(embedder)
-    model = make_llm(llm, timeout=timeout)
-    log_calls(model, out)
+    names, emb, model = _setup(systems, embedder, llm, timeout, out)
     judge_llm = _judge_llm(judge, llm, model, timeout, out)
     with _own(out), _progress() as advance:
         run = LongMemEvalRun(
@@ -392,15 +379,9 @@ def personamem(
 
     Each shared context is ingested once and its questions asked where the context
     reaches their end index."""
-    from deltamem.bench.log import log_calls
     from deltamem.bench.personamem import PersonaMemRun, run_personamem
-    from deltamem.embed import make_embedder
-    from deltamem.llm import make_llm
 
-    names = _systems(systems)
-    emb = make_embedder(embedder)
-    model = make_llm(llm, timeout=timeout)
-    log_calls(model, out)
+    names, emb, model = _setup(systems, embedder, llm, timeout, out)
     with _own(out), _progress() as advance:
         run = PersonaMemRun(
             questions=questions,

@@ -21,7 +21,6 @@ is skipped. Users already finished are skipped whole.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -40,9 +39,10 @@ from deltamem.bench.metrics.cost import cost_metrics
 from deltamem.bench.metrics.coverage import evidence_coverage
 from deltamem.bench.metrics.locomo import token_f1
 from deltamem.bench.report import write_report_safely
+from deltamem.bench.runner import each_system
 from deltamem.bench.softmatch import best_similarity, covered
-from deltamem.bench.systems import MemorySystem, Retrieved, make_system
-from deltamem.bench.systems.base import SESSION_COST_KEYS, starts_empty
+from deltamem.bench.systems import MemorySystem, Retrieved
+from deltamem.bench.systems.base import SESSION_COST_KEYS
 from deltamem.embed import Embedder
 from deltamem.llm.base import LLM
 from deltamem.train.distance import DEFAULT_TAU, state_distance
@@ -274,37 +274,25 @@ def run_halumem(
     run.out.mkdir(parents=True, exist_ok=True)
     log = ResultLog(run.out / RESULTS, resume=run.resume)
     answerer = Answerer(llm) if run.answer else None
-
-    def default_make(name: str, work: Path) -> MemorySystem:
-        return make_system(name, llm, embedder, work)
-
-    build = make or default_make
     try:
-        for i, name in enumerate(run.systems):
-            work = run.out / "systems" / name
-            if not run.resume and work.exists():
-                shutil.rmtree(work)
-            system = build(name, work)
-            try:
-                for user in ds.iter_users(run.data, limit=run.users):
-                    sessions = user.sessions[: run.sessions] if run.sessions else user.sessions
-                    if log.has(_user_done_key(system.name, user.uuid, len(sessions))):
-                        continue
-                    if not run.resume and starts_empty(system, run.systems[:i]):
-                        system.reset(user.uuid)
-                    ur = _UserRun(run, system, log, embedder, answerer, user)
-                    for sidx, session in enumerate(sessions):
-                        ur.session(sidx, session)
-                    log.write(
-                        {
-                            "key": _user_done_key(system.name, user.uuid, len(sessions)),
-                            "system": system.name,
-                            "user": user.uuid,
-                            "kind": "user_done",
-                        }
-                    )
-            finally:
-                system.close()
+        for system, fresh in each_system(run.systems, run.out, run.resume, llm, embedder, make):
+            for user in ds.iter_users(run.data, limit=run.users):
+                sessions = user.sessions[: run.sessions] if run.sessions else user.sessions
+                if log.has(_user_done_key(system.name, user.uuid, len(sessions))):
+                    continue
+                if fresh:
+                    system.reset(user.uuid)
+                ur = _UserRun(run, system, log, embedder, answerer, user)
+                for sidx, session in enumerate(sessions):
+                    ur.session(sidx, session)
+                log.write(
+                    {
+                        "key": _user_done_key(system.name, user.uuid, len(sessions)),
+                        "system": system.name,
+                        "user": user.uuid,
+                        "kind": "user_done",
+                    }
+                )
     finally:
         log.close()
     return write_metrics(run.out)

@@ -12,7 +12,6 @@ OUT/results.jsonl as it is produced; --resume skips what is there.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,8 +26,9 @@ from deltamem.bench.log import RESULTS, ResultLog, read_records, write_usage
 from deltamem.bench.metrics import locomo as lm
 from deltamem.bench.metrics.cost import cost_metrics
 from deltamem.bench.report import write_report_safely
-from deltamem.bench.systems import MemorySystem, Retrieved, make_system
-from deltamem.bench.systems.base import SESSION_COST_KEYS, starts_empty
+from deltamem.bench.runner import each_system, tick
+from deltamem.bench.systems import MemorySystem, Retrieved
+from deltamem.bench.systems.base import SESSION_COST_KEYS
 from deltamem.embed import Embedder
 from deltamem.llm.base import LLM
 
@@ -83,25 +83,12 @@ def run_locomo(
         if missing:
             raise ValueError(f"no conversation {', '.join(sorted(missing))} in {run.data}")
     try:
-        for i, name in enumerate(run.systems):
-            work = run.out / "systems" / name
-            if not run.resume and work.exists():
-                shutil.rmtree(work)
-            system = make(name, work) if make else make_system(name, llm, embedder, work)
-            try:
-                fresh = not run.resume and starts_empty(system, run.systems[:i])
-                for conv in convs:
-                    _conversation(run, system, log, answerer, qa_judge, conv, fresh)
-            finally:
-                system.close()
+        for system, fresh in each_system(run.systems, run.out, run.resume, llm, embedder, make):
+            for conv in convs:
+                _conversation(run, system, log, answerer, qa_judge, conv, fresh)
     finally:
         log.close()
     return write_metrics(run.out)
-
-
-def _tick(run: LocomoRun, what: str) -> None:
-    if run.progress is not None:
-        run.progress(what, 1)
 
 
 def _conversation(
@@ -147,7 +134,7 @@ def _conversation(
                 "cost": {k: after[k] - before[k] for k in SESSION_COST_KEYS},
             }
         )
-        _tick(run, "sessions")
+        tick(run.progress, "sessions")
     asked_at = last or datetime.now(UTC)
     seen = {f"D{s.index}:" for s in sessions}
     for i, qa in enumerate(conv.qa):
@@ -197,7 +184,7 @@ def _conversation(
         if qa_judge is not None and qa.category != 5 and not rec["error"]:
             rec["judge"] = qa_judge.correct(qa.question, qa.answer or "", prediction)
         log.write(rec)
-        _tick(run, "questions")
+        tick(run.progress, "questions")
     log.write({"key": done, "kind": "user_done", "system": system.name, "user": uid})
 
 

@@ -50,6 +50,7 @@ from deltamem.bench.runner import (
     finish,
     reached_by_rank,
     search,
+    tick,
 )
 from deltamem.bench.systems import MemorySystem
 from deltamem.embed import Embedder
@@ -147,11 +148,6 @@ def run_longmemeval(
     return write_metrics(run.out)
 
 
-def _tick(run: LongMemEvalRun, what: str) -> None:
-    if run.progress is not None:
-        run.progress(what, 1)
-
-
 def _instance(
     run: LongMemEvalRun,
     system: MemorySystem,
@@ -174,12 +170,12 @@ def _instance(
         turn_ids[bench.session_id] = bench.turn_ids
         last = bench.timestamp or last
         if add_logged(system, log, uid, bench, f"{prefix}|session|{k}", {"session": k}):
-            _tick(run, "sessions")
+            tick(run.progress, "sessions")
     key = f"{prefix}|question"
     if not log.has(key):
         asked_at = safe_time(inst.question_date) or last or datetime.now(UTC)
         log.write(_question(run, system, answerer, judges, inst, turn_ids, uid, key, asked_at))
-        _tick(run, "questions")
+        tick(run.progress, "questions")
     finish(system, log, uid, done)
 
 

@@ -44,6 +44,7 @@ from deltamem.bench.runner import (
     finish,
     reached_by_rank,
     search,
+    tick,
 )
 from deltamem.bench.systems import MemorySystem
 from deltamem.bench.systems.base import count_tokens
@@ -147,11 +148,6 @@ def run_membench(
     return write_metrics(run.out)
 
 
-def _tick(run: MemBenchRun, what: str) -> None:
-    if run.progress is not None:
-        run.progress(what, 1)
-
-
 def _trajectory(
     run: MemBenchRun,
     system: MemorySystem,
@@ -174,11 +170,11 @@ def _trajectory(
         turn_ids[bench.session_id] = bench.turn_ids
         fields = {"session": i, "noise": i >= len(traj.steps)}
         if add_logged(system, log, uid, bench, f"{prefix}|session|{i}", fields):
-            _tick(run, "steps")
+            tick(run.progress, "steps")
     key = f"{prefix}|question"
     if not log.has(key):
         log.write(_question(run, system, answerer, traj, sessions, turn_ids, uid, key))
-        _tick(run, "questions")
+        tick(run.progress, "questions")
     finish(system, log, uid, done)
 
 

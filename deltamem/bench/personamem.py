@@ -32,7 +32,7 @@ from deltamem.bench.log import RESULTS, ResultLog, read_records, write_usage
 from deltamem.bench.metrics import qa
 from deltamem.bench.metrics.cost import cost_metrics
 from deltamem.bench.report import write_report_safely
-from deltamem.bench.runner import Make, Progress, add_logged, each_system, finish, search
+from deltamem.bench.runner import Make, Progress, add_logged, each_system, finish, search, tick
 from deltamem.bench.systems import MemorySystem
 from deltamem.embed import Embedder
 from deltamem.llm.base import LLM
@@ -109,11 +109,6 @@ def run_personamem(
     return write_metrics(run.out)
 
 
-def _tick(run: PersonaMemRun, what: str) -> None:
-    if run.progress is not None:
-        run.progress(what, 1)
-
-
 def _context(
     run: PersonaMemRun,
     system: MemorySystem,
@@ -139,7 +134,7 @@ def _context(
         turn_ids[bench.session_id] = bench.turn_ids
         fields = {"session": k, "start": start, "stop": stop}
         if add_logged(system, log, uid, bench, f"{prefix}|session|{start}-{stop}", fields):
-            _tick(run, "sessions")
+            tick(run.progress, "sessions")
         while pending and pending[0].end_index_in_shared_context < stop:
             _question(run, system, log, answerer, pending.pop(0), uid, prefix)
     for q in pending:  # an end index past the context's end: all of it was seen
@@ -190,7 +185,7 @@ def _question(
     rec["answer_seconds"] = time.perf_counter() - t0
     rec["correct"] = (rec["prediction"] or "").strip().lower() == q.correct_letter
     log.write(rec)
-    _tick(run, "questions")
+    tick(run.progress, "questions")
 
 
 def aggregate(records: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -25,6 +25,12 @@ Progress = Callable[[str, int], None]  # (description, items advanced)
 Make = Callable[[str, Path], MemorySystem]
 
 
+def tick(progress: Progress | None, what: str) -> None:
+    """Advance a run's progress bar for `what` by one item, if it has one."""
+    if progress is not None:
+        progress(what, 1)
+
+
 def each_system(
     names: Sequence[str],
     out: Path,
