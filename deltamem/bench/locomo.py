@@ -11,7 +11,6 @@ OUT/results.jsonl as it is produced; --resume skips what is there.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,11 +21,10 @@ from typing import Any
 from deltamem.answer import Answerer
 from deltamem.bench.answering import as_search_hits, error_text
 from deltamem.bench.datasets import locomo as ds
-from deltamem.bench.log import RESULTS, ResultLog, read_records, write_usage
+from deltamem.bench.log import RESULTS, ResultLog
 from deltamem.bench.metrics import locomo as lm
 from deltamem.bench.metrics.cost import cost_metrics
-from deltamem.bench.report import write_report_safely
-from deltamem.bench.runner import each_system, tick
+from deltamem.bench.runner import each_system, tick, write_run_metrics
 from deltamem.bench.systems import MemorySystem, Retrieved
 from deltamem.bench.systems.base import SESSION_COST_KEYS
 from deltamem.embed import Embedder
@@ -189,23 +187,17 @@ def _conversation(
 
 
 def write_metrics(out: Path) -> dict[str, Any]:
-    records = list(read_records(out / RESULTS))
-    systems = list(dict.fromkeys(str(r["system"]) for r in records if "system" in r))
-    metrics: dict[str, Any] = {}
-    for s in systems:
-        rs = [r for r in records if r.get("system") == s]
-        qs = [r for r in rs if r.get("kind") == "question"]
-        agg = lm.aggregate(qs)
-        metrics[s] = {
-            "f1": agg["f1"],
-            "bleu1": agg["bleu1"],
-            "judge": agg["judge"],
-            "evidence_recall": agg["evidence_recall"],
-            "n": agg["n"],
-            "by_category": agg["by_category"],
-            "cost": cost_metrics(rs),
-        }
-    (out / METRICS).write_text(json.dumps(metrics, indent=2), encoding="utf-8")
-    write_usage(out)
-    write_report_safely(out)
-    return metrics
+    return write_run_metrics(out, _system_metrics)
+
+
+def _system_metrics(rs: list[dict[str, Any]]) -> dict[str, Any]:
+    agg = lm.aggregate([r for r in rs if r.get("kind") == "question"])
+    return {
+        "f1": agg["f1"],
+        "bleu1": agg["bleu1"],
+        "judge": agg["judge"],
+        "evidence_recall": agg["evidence_recall"],
+        "n": agg["n"],
+        "by_category": agg["by_category"],
+        "cost": cost_metrics(rs),
+    }

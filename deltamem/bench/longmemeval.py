@@ -20,7 +20,6 @@ Answerer, asked at `question_date`. Scored per question:
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Sequence
@@ -36,12 +35,11 @@ from deltamem.bench.datasets import safe_time
 from deltamem.bench.judges.base import CACHE, JudgeCache
 from deltamem.bench.judges.checks import abstains
 from deltamem.bench.judges.sets import JudgeSet, make_judges
-from deltamem.bench.log import RESULTS, ResultLog, read_records, write_usage
+from deltamem.bench.log import RESULTS, ResultLog
 from deltamem.bench.metrics import longmemeval as lme
 from deltamem.bench.metrics import qa
 from deltamem.bench.metrics.cost import cost_metrics
 from deltamem.bench.metrics.locomo import token_f1
-from deltamem.bench.report import write_report_safely
 from deltamem.bench.runner import (
     Make,
     Progress,
@@ -51,6 +49,7 @@ from deltamem.bench.runner import (
     reached_by_rank,
     search,
     tick,
+    write_run_metrics,
 )
 from deltamem.bench.systems import MemorySystem
 from deltamem.embed import Embedder
@@ -239,13 +238,7 @@ def _question(
 
 
 def write_metrics(out: Path) -> dict[str, Any]:
-    records = list(read_records(out / RESULTS))
-    systems = list(dict.fromkeys(str(r["system"]) for r in records if "system" in r))
-    metrics: dict[str, Any] = {}
-    for s in systems:
-        rs = [r for r in records if r.get("system") == s]
-        metrics[s] = {"benchmark": "longmemeval", **lme.aggregate(rs), "cost": cost_metrics(rs)}
-    (out / METRICS).write_text(json.dumps(metrics, indent=2), encoding="utf-8")
-    write_usage(out)
-    write_report_safely(out)
-    return metrics
+    return write_run_metrics(
+        out,
+        lambda rs: {"benchmark": "longmemeval", **lme.aggregate(rs), "cost": cost_metrics(rs)},
+    )

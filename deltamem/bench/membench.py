@@ -18,7 +18,6 @@ is there (the trajectory's memory is rebuilt by adding its steps again).
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from collections.abc import Sequence
@@ -31,11 +30,10 @@ from deltamem.bench.answering import as_search_hits, error_text
 from deltamem.bench.choice import ChoiceAnswerer
 from deltamem.bench.datasets import BenchSession
 from deltamem.bench.datasets import membench as ds
-from deltamem.bench.log import RESULTS, ResultLog, read_records, write_usage
+from deltamem.bench.log import RESULTS, ResultLog
 from deltamem.bench.metrics import membench as mb
 from deltamem.bench.metrics import qa
 from deltamem.bench.metrics.cost import cost_metrics
-from deltamem.bench.report import write_report_safely
 from deltamem.bench.runner import (
     Make,
     Progress,
@@ -45,6 +43,7 @@ from deltamem.bench.runner import (
     reached_by_rank,
     search,
     tick,
+    write_run_metrics,
 )
 from deltamem.bench.systems import MemorySystem
 from deltamem.bench.systems.base import count_tokens
@@ -236,13 +235,6 @@ def _question(
 
 
 def write_metrics(out: Path) -> dict[str, Any]:
-    records = list(read_records(out / RESULTS))
-    systems = list(dict.fromkeys(str(r["system"]) for r in records if "system" in r))
-    metrics: dict[str, Any] = {}
-    for s in systems:
-        rs = [r for r in records if r.get("system") == s]
-        metrics[s] = {"benchmark": "membench", **mb.aggregate(rs), "cost": cost_metrics(rs)}
-    (out / METRICS).write_text(json.dumps(metrics, indent=2), encoding="utf-8")
-    write_usage(out)
-    write_report_safely(out)
-    return metrics
+    return write_run_metrics(
+        out, lambda rs: {"benchmark": "membench", **mb.aggregate(rs), "cost": cost_metrics(rs)}
+    )

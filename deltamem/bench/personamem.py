@@ -17,7 +17,6 @@ answerer of `bench/choice.py`); accuracy overall and by question type.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,11 +27,19 @@ from typing import Any
 from deltamem.bench.answering import as_search_hits, error_text
 from deltamem.bench.choice import ChoiceAnswerer
 from deltamem.bench.datasets import personamem as ds
-from deltamem.bench.log import RESULTS, ResultLog, read_records, write_usage
+from deltamem.bench.log import RESULTS, ResultLog
 from deltamem.bench.metrics import qa
 from deltamem.bench.metrics.cost import cost_metrics
-from deltamem.bench.report import write_report_safely
-from deltamem.bench.runner import Make, Progress, add_logged, each_system, finish, search, tick
+from deltamem.bench.runner import (
+    Make,
+    Progress,
+    add_logged,
+    each_system,
+    finish,
+    search,
+    tick,
+    write_run_metrics,
+)
 from deltamem.bench.systems import MemorySystem
 from deltamem.embed import Embedder
 from deltamem.llm.base import LLM
@@ -204,13 +211,6 @@ def aggregate(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def write_metrics(out: Path) -> dict[str, Any]:
-    records = list(read_records(out / RESULTS))
-    systems = list(dict.fromkeys(str(r["system"]) for r in records if "system" in r))
-    metrics: dict[str, Any] = {}
-    for s in systems:
-        rs = [r for r in records if r.get("system") == s]
-        metrics[s] = {"benchmark": "personamem", **aggregate(rs), "cost": cost_metrics(rs)}
-    (out / METRICS).write_text(json.dumps(metrics, indent=2), encoding="utf-8")
-    write_usage(out)
-    write_report_safely(out)
-    return metrics
+    return write_run_metrics(
+        out, lambda rs: {"benchmark": "personamem", **aggregate(rs), "cost": cost_metrics(rs)}
+    )

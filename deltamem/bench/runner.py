@@ -5,6 +5,7 @@ their provenance (session id + message indices)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -14,7 +15,8 @@ from typing import Any
 
 from deltamem.bench.answering import error_text
 from deltamem.bench.datasets import BenchSession
-from deltamem.bench.log import ResultLog
+from deltamem.bench.log import RESULTS, ResultLog, read_records, write_usage
+from deltamem.bench.report import METRICS, write_report_safely
 from deltamem.bench.systems import MemorySystem, Retrieved, make_system
 from deltamem.bench.systems.base import SESSION_COST_KEYS, starts_empty
 from deltamem.bench.systems.turns import TurnSystem
@@ -125,3 +127,18 @@ def reached_by_rank(found: Sequence[Retrieved], turn_ids: dict[str, list[str]]) 
         ids = turn_ids.get(r.session_id or "", [])
         out.append(list(dict.fromkeys(ids[i] for i in r.turns if 0 <= i < len(ids))))
     return out
+
+
+def write_run_metrics(
+    out: Path, per_system: Callable[[list[dict[str, Any]]], dict[str, Any]]
+) -> dict[str, Any]:
+    """OUT/metrics.json from OUT/results.jsonl: `per_system(records)` for each
+    system's records, in the order the systems first appear; then the usage summary
+    and the HTML report."""
+    records = list(read_records(out / RESULTS))
+    systems = list(dict.fromkeys(str(r["system"]) for r in records if "system" in r))
+    metrics = {s: per_system([r for r in records if r.get("system") == s]) for s in systems}
+    (out / METRICS).write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+    write_usage(out)
+    write_report_safely(out)
+    return metrics
