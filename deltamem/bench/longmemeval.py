@@ -204,9 +204,7 @@ def _question(
         "evidence_turns": evidence_turns(inst),
     }
     found = search(system, uid, inst.question, run.qa_k)
-    rec["error"] = found.error
-    rec["search_seconds"] = found.seconds
-    rec["retrieved"] = [r.text for r in found.found]
+    rec |= found.fields()
     sessions = [r.session_id for r in found.found if r.session_id]
     turns = [t for ids in reached_by_rank(found.found, turn_ids) for t in ids]
     rec["reached_sessions"] = list(dict.fromkeys(sessions))

@@ -209,9 +209,7 @@ def _question(
         "target_step_id": q.target_step_id,
     }
     found = search(system, uid, q.question, run.qa_k)
-    rec["error"] = found.error
-    rec["search_seconds"] = found.seconds
-    rec["retrieved"] = [r.text for r in found.found]
+    rec |= found.fields()
     ranked = reached_by_rank(found.found, turn_ids)
     rec["reached"] = ranked
     targets = [str(t) for t in q.target_step_id]

@@ -178,9 +178,7 @@ def _question(
         "ground_truth": q.correct_letter,
     }
     found = search(system, uid, q.user_question_or_message, run.qa_k)
-    rec["error"] = found.error
-    rec["search_seconds"] = found.seconds
-    rec["retrieved"] = [r.text for r in found.found]
+    rec |= found.fields()
     rec["prediction"] = None
     asked_at = max((r.timestamp for r in found.found if r.timestamp), default=None)
     t0 = time.perf_counter()

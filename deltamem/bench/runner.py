@@ -109,6 +109,14 @@ class Search:
     seconds: float
     error: str | None
 
+    def fields(self) -> dict[str, Any]:
+        """What a question's record keeps of the search."""
+        return {
+            "error": self.error,
+            "search_seconds": self.seconds,
+            "retrieved": [r.text for r in self.found],
+        }
+
 
 def search(system: MemorySystem, uid: str, query: str, k: int) -> Search:
     t0 = time.perf_counter()
