@@ -39,9 +39,9 @@ def main() -> None:
     args = ap.parse_args()
 
     user = next(iter_users(args.data))
-    sessions = [to_bench_session(s, i) for i, s in enumerate(user.sessions) if s.evaluated][
-        : args.sessions
-    ]
+    sessions = [
+        to_bench_session(s, i, user.name) for i, s in enumerate(user.sessions) if s.evaluated
+    ][: args.sessions]
     args.out.mkdir(parents=True, exist_ok=True)
     log = args.out / f"{args.data.stem}-{args.sessions}.jsonl"
     db = args.out / f"{args.data.stem}-{args.sessions}.db"

@@ -30,6 +30,11 @@ def test_halumem_fixture() -> None:
     assert [m["role"] for m in bs.messages] == ["user", "assistant", "user", "assistant"]
     assert bs.timestamp is not None and bs.timestamp.year == 2031
     parse_messages(bs.messages)  # deltamem accepts them as they are
+    assert all("name" not in m for m in bs.messages)
+    named = halumem.to_bench_session(s0, 0, u.name)
+    # the account's name goes with the user's words only: facts name the person
+    assert [m.get("name") for m in named.messages] == ["Dana Reyes", None, "Dana Reyes", None]
+    assert [m.name for m in parse_messages(named.messages)][0] == "Dana Reyes"
     limited = halumem.iter_users(FIX / "halumem_tiny.jsonl", limit=1)
     assert [u.uuid for u in limited] == ["tiny-user-1"]
 

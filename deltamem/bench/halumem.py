@@ -98,7 +98,7 @@ class _UserRun:
             self.run.progress(what, 1)
 
     def session(self, sidx: int, session: ds.Session) -> None:
-        bench = ds.to_bench_session(session, sidx)
+        bench = ds.to_bench_session(session, sidx, self.user.name)
         skey = self.key(sidx, "session")
         done = self.log.has(skey)
         before = self.system.cost.as_dict()

@@ -79,7 +79,7 @@ def records_from_halumem(
     for user in ds.iter_users(path, limit=users):
         state: list[str] = []
         for index, session in enumerate(user.sessions[:sessions] if sessions else user.sessions):
-            bench = ds.to_bench_session(session, index)
+            bench = ds.to_bench_session(session, index, user.name)
             rec = TrainingRecord(
                 user=user.uuid,
                 session=index,

@@ -136,15 +136,19 @@ def session_id(index: int) -> str:
     return f"s{index:03d}"
 
 
-def to_bench_session(session: Session, index: int) -> BenchSession:
-    """Messages of one session; blank turns are skipped, turn ids kept."""
+def to_bench_session(session: Session, index: int, user_name: str | None = None) -> BenchSession:
+    """Messages of one session; blank turns are skipped, turn ids kept. The user's
+    messages carry `user_name` as the speaker's name, as an assistant knows the
+    account it talks with: the gold points name the person, and a fact about "the
+    user" never matches them."""
     start = safe_time(session.start_time)
     messages: list[dict[str, Any]] = []
     turn_ids: list[str] = []
     for pos, t in enumerate(session.dialogue):
         if not t.content.strip() or t.role not in ("user", "assistant", "system"):
             continue
-        messages.append(message(t.role, t.content, safe_time(t.timestamp) or start))
+        name = user_name if t.role == "user" else None
+        messages.append(message(t.role, t.content, safe_time(t.timestamp) or start, name=name))
         turn_ids.append(str(t.dialogue_turn if t.dialogue_turn is not None else pos))
     return BenchSession(
         session_id=session_id(index), timestamp=start, messages=messages, turn_ids=turn_ids
