@@ -94,6 +94,28 @@ def test_facts_that_are_not_grounded_or_not_about_the_person_are_refused(
     assert notes["Maple syrup reminds of home."] == "does not name the person"
 
 
+def test_a_fact_made_of_the_assistants_words_is_refused(embedder: Embedder, store: Store) -> None:
+    llm = ScriptedLLM(
+        [
+            facts(
+                "The user plans to take an evening Portuguese course at the language school.",
+                "The user is moving to Lisbon in March.",
+            )
+        ]
+    )
+    plan = manager(llm, embedder, store).plan(
+        rec(
+            [
+                ("assistant", "An evening Portuguese course at the language school could help."),
+                ("user", "Sounds good. We're moving to Lisbon in March."),
+            ]
+        )
+    )
+    assert [w.content for w in plan.writes] == ["The user is moving to Lisbon in March."]
+    (refused,) = plan.noops
+    assert refused.note == "the assistant's words, not the person's"
+
+
 def test_a_repeating_reply_is_cut_to_distinct_facts(embedder: Embedder, store: Store) -> None:
     loop = ["The user is learning Portuguese."] * 18
     llm = ScriptedLLM([facts(*loop)])
@@ -238,6 +260,25 @@ def test_an_update_that_would_drop_details_is_added_beside_the_old_memory(
     assert [(w.op, w.content) for w in plan.writes] == [("add", "Priya Raman lives in Lisbon.")]
     assert [o.note for o in plan.noops] == ["update would drop details; added"]
     assert plan.noops[0].memory_id == home
+
+
+def test_an_update_may_swap_a_value_but_not_forget_the_others() -> None:
+    from deltamem.manager.resolve import loses_details
+
+    who = "Sarah Garcia"
+    swaps = [
+        ("Sarah Garcia lives in Miami.", "Sarah Garcia lives in Boston."),
+        ("Sarah Garcia earns 15600 USD a month.", "Sarah Garcia earns 18000 USD a month."),
+        ("Sarah Garcia likes jazz.", "Sarah Garcia now prefers rock music."),
+    ]
+    for old, new in swaps:
+        assert not loses_details(old, new, who), (old, new)
+    forgets = [  # the employer goes with the paraphrase: both stay
+        ("Sarah Garcia is a Senior Manager at Oracle.", "Sarah Garcia is a Senior Director."),
+        ("Sarah Garcia works at Oracle in Miami.", "Sarah Garcia works as a senior manager."),
+    ]
+    for old, new in forgets:
+        assert loses_details(old, new, who), (old, new)
 
 
 def test_pronouns_get_the_persons_name_back_where_nobody_else_is_named() -> None:

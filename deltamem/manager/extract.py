@@ -8,8 +8,8 @@ facts), and its static instructions come first so the KV cache serves them.
 
 Every fact is checked in code before it goes on: it must be in the third person,
 name the person, and be grounded in the turn (most of its content words occur in
-what was said), which refuses invented facts and anything from the assistant's
-own imagination.
+what was said, and a good part of them in the person's own message), which
+refuses invented facts and the assistant's suggestions recast as the person's.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ from deltamem.types import MAX_MEMORY_CHARS, Message, Operation, SessionRecord
 
 MAX_FACTS = 6  # per user turn: the reply's cap, and what ends a repeating reply
 GROUNDED = 0.5  # share of a fact's content words that must occur in the turn
+# ... and in the person's own message alone: a fact made of the assistant's words
+# (its suggestions, its praise) is not something the person said of themselves
+OWN_WORDS = 0.4
 UNNAMED = "The user"
 
 SCHEMA = {
@@ -180,8 +183,10 @@ class FactExtractor:
         content = {stem(t) for t in terms(fact, limit=64)} - names - {stem(w) for w in _FREE}
         if not content:
             return "says nothing about the person"
-        context = said + " " + (before.content if before is not None else "")
-        said_terms = {stem(t) for t in terms(context, limit=100_000)}
-        if len(content & said_terms) / len(content) < GROUNDED:
+        own = {stem(t) for t in terms(said, limit=100_000)}
+        heard = {stem(t) for t in terms(before.content, limit=100_000)} if before else set()
+        if len(content & (own | heard)) / len(content) < GROUNDED:
             return "not grounded in the conversation"
+        if len(content & own) / len(content) < OWN_WORDS:
+            return "the assistant's words, not the person's"
         return None

@@ -46,15 +46,33 @@ def without_name(text: str, name: str | None) -> str:
     return " ".join(text.split())
 
 
+def specifics(text: str) -> set[str]:
+    """The exact values a fact carries: numbers and capitalised words after its
+    first word (names, places, employers, titles)."""
+    tokens = re.findall(r"[\w'’-]+", text)[1:]
+    return {
+        re.sub(r"['’]s$", "", t).lower()
+        for t in tokens
+        if any(c.isdigit() for c in t) or t[0].isupper()
+    }
+
+
 def loses_details(old: str, new: str, name: str | None) -> bool:
-    """Whether replacing `old` by `new` would drop more than a changed value: over
-    half of the old memory's content words, and at least three of them, are absent
-    from the new one ("lives in Manchester with Tomás and a cat called Miso" ->
-    "lives in Lisbon" loses the partner and the cat)."""
+    """Whether replacing `old` by `new` would drop more than a changed value.
+
+    Either over half of the old memory's content words, and at least three of them,
+    are absent from the new one ("lives in Manchester with Tomás and a cat called
+    Miso" -> "lives in Lisbon" loses the partner and the cat); or it drops more of
+    the old memory's exact values (numbers, names, places) than it brings new ones:
+    a change swaps a value ("Manchester" -> "Lisbon", "15600" -> "18000"), a
+    paraphrase that forgets "Oracle" is not a change."""
     before = {stem(t) for t in terms(without_name(old, name), limit=64)}
     after = {stem(t) for t in terms(without_name(new, name), limit=64)}
     lost = before - after
-    return len(lost) >= 3 and len(lost) > len(before) / 2
+    if len(lost) >= 3 and len(lost) > len(before) / 2:
+        return True
+    was, now = specifics(without_name(old, name)), specifics(without_name(new, name))
+    return len(was - now) > max(1, len(now - was))
 
 
 def _check_verdict(reply: dict[str, object], allowed: list[str]) -> None:
