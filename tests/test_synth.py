@@ -378,3 +378,6 @@ def test_check_ops_returns_the_states_own_quote() -> None:
     reply.operations[0].keywords = ["senior", "Manchester"]
     with pytest.raises(Refused, match="'Manchester' not in its text"):
         check_ops(reply, state=[CAREER], first_name="Ada")
+    reply.operations[0].keywords = ["Ada Byron", "senior"]
+    with pytest.raises(Refused, match="a keyword is the person's name"):
+        check_ops(reply, state=[CAREER], first_name="Ada")

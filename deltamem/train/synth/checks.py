@@ -63,6 +63,8 @@ def check_memory(text: str, keywords: Sequence[str], first_name: str | None, wha
         raise Refused(f"{what} does not name {first_name}: {_short(text)!r}")
     if not MIN_KEYWORDS <= len(keywords) <= MAX_KEYWORDS:
         raise Refused(f"{what} has {len(keywords)} keywords, not {MIN_KEYWORDS}-{MAX_KEYWORDS}")
+    if first_name and any(keyword_in(first_name, k) for k in keywords):
+        raise Refused(f"{what}: a keyword is the person's name, which every memory holds")
     missing = [k for k in keywords if not keyword_in(k, text)]
     if missing:
         raise Refused(f"{what}: keyword(s) {', '.join(map(repr, missing))} not in its text")

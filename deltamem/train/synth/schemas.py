@@ -209,7 +209,7 @@ def events_schema(count: int) -> dict[str, Any]:
             "date": _STR,
             "title": _STR,
             "narrative": _STR,
-            "changes": _array(change, 1, 4),
+            "changes": _array(change, 1, 3),
         }
     )
     return _obj({"events": _array(event, count, count)})
