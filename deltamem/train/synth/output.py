@@ -26,7 +26,7 @@ from typing import Any
 from deltamem.bench.datasets import halumem as ds
 from deltamem.train.records import TrainingOp, TrainingRecord
 from deltamem.train.synth.cache import Cache
-from deltamem.train.synth.pipeline import PersonaResult, SessionResult
+from deltamem.train.synth.data import PersonaResult, SessionResult
 
 HALUMEM = "halumem.jsonl"
 RECORDS = "records.jsonl"
