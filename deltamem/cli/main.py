@@ -453,9 +453,11 @@ def _mount_train() -> None:
     except ImportError:
         return
     from deltamem.cli.diff import diff
+    from deltamem.cli.synth import synth
     from deltamem.cli.train import app as train_app
 
     app.command()(diff)
+    app.command()(synth)
     app.add_typer(train_app, name="train")
 
 

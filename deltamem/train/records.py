@@ -27,7 +27,9 @@ MATCH_OVERLAP = 0.6  # share of an original's words a state entry must hold to b
 
 @dataclass
 class TrainingOp:
-    op: Literal["add", "update"]
+    # "none": a memory the session repeats without changing it (synthesised data
+    # labels these; HaluMem's gold points hold no such operation)
+    op: Literal["add", "update", "none"]
     content: str
     keywords: list[str]
     replaces: str | None = None  # the state entry an update replaces
