@@ -228,6 +228,22 @@ def test_apply_session_adds(store: Store) -> None:
     assert rec is not None and rec.status == "applied"
 
 
+def test_an_add_may_name_its_memory(store: Store) -> None:
+    [op] = ingest(store, session("s1"), add_w("Alice likes tea.", memory_id="named-1"))
+    assert op.memory_id == "named-1"
+    mem = store.get("named-1")
+    assert mem is not None and mem.content == "Alice likes tea."
+    # a live id cannot be taken twice, and the refused session changes nothing
+    rec, _ = store.log_session(session("s2"))
+    with pytest.raises(StoreError):
+        store.apply_session(rec, [add_w("Alice likes coffee.", memory_id="named-1")], [])
+    assert [m.content for m in store.list_memories("u1")] == ["Alice likes tea."]
+    # once deleted, the name can be given again: its history goes on
+    assert store.delete("named-1")
+    ingest(store, session("s3"), add_w("Alice likes coffee.", memory_id="named-1"))
+    assert [h.op for h in store.history("named-1")] == ["add", "delete", "add"]
+
+
 def test_apply_session_update_keeps_history(store: Store) -> None:
     [a] = ingest(store, session("s1"), add_w("Alice works at Brightloop.", memory_type="persona"))
     mid = a.memory_id or ""

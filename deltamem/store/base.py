@@ -44,7 +44,9 @@ class PlannedWrite:
     op: str  # "add" | "update"
     content: str
     embedding: np.ndarray
-    memory_id: str | None = None  # the target of an update
+    # the target of an update; for an add, the id the new memory gets (default: a fresh
+    # uuid), for a caller that names its memories (the LangGraph store's keys)
+    memory_id: str | None = None
     memory_type: MemoryType | None = None
     keywords: list[str] = field(default_factory=list)
     turns: list[int] = field(default_factory=list)

@@ -348,7 +348,11 @@ class PostgresStore(PostgresEpisodes, Store):
     def _insert(
         self, cur: psycopg.Cursor[Row], session: SessionRecord, w: PlannedWrite, now: datetime
     ) -> Operation:
-        mid = uuid.uuid4().hex
+        mid = w.memory_id or uuid.uuid4().hex
+        if w.memory_id:
+            cur.execute("SELECT 1 FROM memories WHERE id=%s", (mid,))
+            if cur.fetchone():
+                raise StoreError(f"a memory {mid!r} exists already")
         cur.execute(
             """INSERT INTO memories (id, user_id, agent_id, content, ts, timestamp, memory_type,
                keywords, session_id, turns, created_at, updated_at, embedding, fts_text)

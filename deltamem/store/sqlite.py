@@ -307,7 +307,9 @@ class SQLiteStore(SQLiteEpisodes, Store):
     def _insert(
         self, db: sqlite3.Connection, session: SessionRecord, w: PlannedWrite, now: str
     ) -> Operation:
-        mid = uuid.uuid4().hex
+        mid = w.memory_id or uuid.uuid4().hex
+        if w.memory_id and db.execute("SELECT 1 FROM memories WHERE id=?", (mid,)).fetchone():
+            raise StoreError(f"a memory {mid!r} exists already")
         agent = _agent(session.agent_id)
         cur = db.execute(
             """INSERT INTO memories (id, user_id, agent_id, content, ts, timestamp, memory_type,
