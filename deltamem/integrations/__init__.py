@@ -1,0 +1,1 @@
+"""Adapters for agent frameworks, each behind its own extra (`deltamem[langgraph]`)."""
