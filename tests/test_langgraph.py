@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,26 @@ def test_another_users_memory_is_never_recalled(mem: Memory, llm: ScriptedLLM) -
     assert system_text(model.seen[1]) == ""
     assert {h.memory.user_id for h in mem.search("Oslo", user_id="alice")} == {"alice"}
     assert llm.requests == []  # infer=False: verbatim, no LLM call
+
+
+def test_the_nodes_are_the_prebuilt_agents_hooks(mem: Memory, llm: ScriptedLLM) -> None:
+    from langgraph.prebuilt import create_react_agent
+
+    class ToolFreeChat(RecordingChat):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+    model = ToolFreeChat(messages=iter([AIMessage("Welcome!"), AIMessage("Oslo.")]))
+    with warnings.catch_warnings():  # moved to langchain.agents in LangGraph 1.0
+        warnings.simplefilter("ignore", DeprecationWarning)
+        agent = create_react_agent(
+            model, [], pre_model_hook=RecallMemories(mem), post_model_hook=SaveTurns(mem)
+        )
+    llm.push(ops(add(OSLO)), ops())
+    agent.invoke({"messages": [HumanMessage("I moved to Oslo.")]}, MARTIN)
+    out = agent.invoke({"messages": [HumanMessage("Where do I live?")]}, config("martin", "t2"))
+    assert OSLO in system_text(model.seen[1])
+    assert [type(m) for m in out["messages"]] == [HumanMessage, AIMessage]
 
 
 def test_a_run_without_a_user_fails_instead_of_guessing(mem: Memory) -> None:
