@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
-EXTRAS ?= local,tiny,server,postgres,bench,mem0,dev
+EXTRAS ?= local,tiny,server,postgres,bench,mem0,langgraph,dev
 # llama-cpp-python ships only as source: build it portable (not for this CPU only).
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
@@ -25,13 +25,13 @@ demo: setup
 	$(PY) -m deltamem demo
 
 test: setup
-	$(VENV)/bin/ruff check deltamem tests benchmarks
+	$(VENV)/bin/ruff check deltamem tests benchmarks examples
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -q
 
 lint: setup
-	$(VENV)/bin/ruff check deltamem tests benchmarks
-	$(VENV)/bin/ruff format --check deltamem tests benchmarks
+	$(VENV)/bin/ruff check deltamem tests benchmarks examples
+	$(VENV)/bin/ruff format --check deltamem tests benchmarks examples
 	$(VENV)/bin/mypy
 
 bench-search: setup
