@@ -248,6 +248,20 @@ def test_tools_take_the_user_from_the_config_never_from_the_model(
         recall.invoke({"query": "Oslo"})
 
 
+def test_remember_in_the_background_shares_the_save_nodes_thread(
+    mem: Memory, llm: ScriptedLLM
+) -> None:
+    save = SaveTurns(mem, background=True)
+    remember, recall, _ = memory_tools(mem, writer=save.writer)
+    llm.push(ops(add(OSLO)))
+    said = remember.invoke({"content": "I moved to Oslo."}, config=MARTIN)
+    assert said.startswith("Noted: stored verbatim")
+    assert "[episode]" in recall.invoke({"query": "Oslo"}, config=MARTIN)
+    assert save.flush(timeout=30)
+    assert "[fact]" in recall.invoke({"query": "Oslo"}, config=MARTIN)
+    save.close()
+
+
 def test_async_tools(mem: Memory, llm: ScriptedLLM) -> None:
     remember, recall, _ = memory_tools(AsyncMemory(memory=mem), infer=False)
 

@@ -172,12 +172,15 @@ def memory_tools(
     limit: int = 10,
     infer: bool = True,
     background: bool = False,
+    writer: Writer | None = None,
 ) -> list[BaseTool]:
-    """The three tools, on one memory: ``remember``, ``recall``, ``answer_from_memory``."""
+    """The three tools, on one memory: ``remember``, ``recall``, ``answer_from_memory``.
+    `infer`, `background`: how ``remember`` writes (see `Writer`); or pass the `writer`
+    to use (e.g. a `SaveTurns` node's, ``save.writer``, to share its background thread
+    and `flush()` both at once)."""
+    writer = writer or Writer(memory, infer=infer, background=background, agent_id=agent_id)
     return [
-        remember_tool(
-            memory, user_key=user_key, agent_id=agent_id, infer=infer, background=background
-        ),
+        remember_tool(writer, user_key=user_key),
         recall_tool(memory, user_key=user_key, agent_id=agent_id, limit=limit),
         answer_tool(memory, user_key=user_key, agent_id=agent_id),
     ]
