@@ -422,7 +422,7 @@ def ui(
     """The memory inspector on the local store, in your browser: facts, their history
     and sources, sessions and their LLM calls; edit, delete, retry. Listens on
     127.0.0.1 only; no API key is needed from this machine."""
-    from deltamem.server import ui as run
+    from deltamem.server import serve_ui as run
 
     run(
         port=port,

@@ -1,4 +1,4 @@
-"""Entry points the CLI calls: `serve` (REST API + inspector + worker), `ui` (the
+"""Entry points the CLI calls: `serve` (REST API + inspector + worker), `serve_ui` (the
 inspector on a local store), `serve_mcp` (MCP server + worker) and `work`, all on the
 embedded defaults unless told otherwise."""
 
@@ -66,7 +66,7 @@ def serve(
         memory.close()
 
 
-def ui(
+def serve_ui(
     port: int = 8765,
     memory_path: str | Path | None = None,
     llm_spec: LLMSpec = None,
