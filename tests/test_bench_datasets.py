@@ -34,7 +34,7 @@ def test_halumem_fixture() -> None:
     named = halumem.to_bench_session(s0, 0, u.name)
     # the account's name goes with the user's words only: facts name the person
     assert [m.get("name") for m in named.messages] == ["Dana Reyes", None, "Dana Reyes", None]
-    assert [m.name for m in parse_messages(named.messages)][0] == "Dana Reyes"
+    assert parse_messages(named.messages)[0].name == "Dana Reyes"
     limited = halumem.iter_users(FIX / "halumem_tiny.jsonl", limit=1)
     assert [u.uuid for u in limited] == ["tiny-user-1"]
 
