@@ -350,6 +350,9 @@ def test_local_inspector_lets_loopback_in_without_a_key(make: Callable[..., Made
     text = text_of(page.text)
     assert "a:martin" in text and "b:bea" in text and "local store" in text  # stored ids
     assert client.get("/ui/users/a%3Amartin").status_code == 200
+    long_id = "t:" + "x" * 300  # a library user id may be longer than a service's
+    mem.add([{"role": "user", "content": "Hi."}], user_id=long_id, session_id="s", infer=False)
+    assert client.get(f"/ui/users/{long_id}").status_code == 200
     # a page that rebinds its own domain to 127.0.0.1 is not loopback
     rebound = client.get("/ui/users", headers={"Host": "evil.example:8765"})
     assert rebound.status_code == 303
@@ -394,3 +397,19 @@ def test_deltamem_ui_listens_on_loopback_only(
     assert seen["host"] == "127.0.0.1" and seen["port"] == 8799
     assert seen["app"].state.ui_auth.local is True
     assert seen["app"].state.ui_auth.keys == {}  # no key configured: the REST API stays shut
+
+
+@pytest.mark.parametrize(
+    ("host", "name"),
+    [
+        ("127.0.0.1:8765", "127.0.0.1"),
+        ("localhost", "localhost"),
+        ("[::1]:8765", "::1"),
+        ("LOCALHOST:1", "localhost"),
+        ("127.0.0.1.evil.example:8765", "127.0.0.1.evil.example"),
+    ],
+)
+def test_host_names_of_the_loopback_check(host: str, name: str) -> None:
+    from deltamem.server.ui_auth import _host_name
+
+    assert _host_name(host) == name

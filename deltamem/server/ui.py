@@ -30,7 +30,15 @@ from deltamem.memory import Memory
 from deltamem.provenance import PERSON, InvalidEdit
 from deltamem.server import ui_views as views
 from deltamem.server.scope import ScopeError, check_id
-from deltamem.server.ui_auth import COOKIE, SESSION_SECONDS, UiAuth, Viewer, csrf_ok, header_key
+from deltamem.server.ui_auth import (
+    COOKIE,
+    SESSION_SECONDS,
+    UiAuth,
+    Viewer,
+    cross_site,
+    csrf_ok,
+    header_key,
+)
 from deltamem.server.worker import Worker
 from deltamem.types import MemoryItem, SearchFilters, SessionRecord
 
@@ -180,7 +188,7 @@ def mount_ui(
     @router.post("/login")
     def login(request: Request, form: Form) -> Response:
         back = _safe_next(form.get("next"))
-        if not csrf_ok(request, Viewer(None, "header"), ""):  # the Origin check only
+        if cross_site(request):  # no session yet, so no token: the Origin check alone
             raise UiError(403, "This form was not sent from the inspector's own page.")
         token = auth.login(form.get("key", ""))
         if token is None:

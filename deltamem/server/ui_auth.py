@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
+from deltamem import ids
 from deltamem.server import scope
 from deltamem.server.config import tenant_for_key
 
@@ -54,8 +55,11 @@ class Viewer:
 
     def internal(self, user_id: str) -> str:
         """The store's user id for a user id of this viewer (raises ScopeError)."""
-        if self.tenant is None:
-            return scope.check_id(user_id)
+        if self.tenant is None:  # a library user id (it may be tenant-scoped: longer)
+            try:
+                return ids.check_id(user_id, "user_id", ids.MAX_USER_ID_CHARS)
+            except ids.InvalidId as exc:
+                raise scope.ScopeError(str(exc)) from None
         return scope.internal_user(self.tenant, user_id)
 
     @property
