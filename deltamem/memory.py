@@ -28,10 +28,13 @@ from deltamem.answer import Answer, Answerer
 from deltamem.embed import Embedder, make_embedder
 from deltamem.episodes import index_logged_sessions, plan_episodes
 from deltamem.ids import InvalidId, check_session_key
-from deltamem.llm import LLM, LLMConfig, LLMError, make_llm
+from deltamem.llm import LLM, CallRecord, LLMConfig, LLMError, make_llm
+from deltamem.llm.base import call_scope
 from deltamem.manager.agent import Manager, ManagerConfig
+from deltamem.provenance import PERSON, check_content, timeline
 from deltamem.retrieval.hybrid import HybridSearcher, Tiers
 from deltamem.store.base import Store
+from deltamem.text import keywords
 from deltamem.timeparse import parse_time
 from deltamem.types import (
     AddResult,
@@ -42,6 +45,8 @@ from deltamem.types import (
     SearchFilters,
     SearchHit,
     SessionRecord,
+    SessionStatus,
+    Version,
     utcnow,
 )
 
@@ -264,7 +269,9 @@ class Memory:
             )
         before = self.llm.usage.snapshot()
         try:
-            plan = self.manager.plan(record)
+            # the call log names the session each call served (the inspector shows them)
+            with call_scope(record.user_id, record.session_id, record.agent_id):
+                plan = self.manager.plan(record)
         except LLMError as exc:
             self.store.mark_failed(record.user_id, record.session_id, record.agent_id, str(exc))
             raise SessionFailed(
@@ -359,9 +366,52 @@ class Memory:
     ) -> list[Operation]:
         return self.store.session_operations(user_id, session_id, agent_id)
 
-    def delete(self, memory_id: str) -> bool:
-        """Delete a memory on the application's request (logged in its history)."""
-        return self.store.delete(memory_id, actor="api")
+    def timeline(self, memory_id: str) -> list[Version]:
+        """Every version of a memory (add, updates, delete), oldest first, each with
+        the session and turns it came from; empty for an unknown id."""
+        return timeline(self.store, memory_id)
+
+    def session(
+        self, session_id: str, *, user_id: str, agent_id: str | None = None
+    ) -> SessionRecord | None:
+        """A logged session: its messages, status, error and tries."""
+        return self.store.get_session(user_id, session_id, agent_id)
+
+    def sessions(
+        self, user_id: str | None = None, status: SessionStatus | None = None
+    ) -> list[SessionRecord]:
+        """The session log in arrival order, optionally one user's or one status."""
+        return self.store.list_sessions(user_id, status)
+
+    def session_calls(
+        self, session_id: str, *, user_id: str, agent_id: str | None = None
+    ) -> list[CallRecord]:
+        """The LLM calls made for a session, every try of it, with their raw replies."""
+        return self.store.session_calls(user_id, session_id, agent_id)
+
+    def users(self, prefix: str = "") -> list[str]:
+        """The ids of the users this memory holds (those starting with `prefix`)."""
+        return self.store.list_users(prefix)
+
+    def edit(self, memory_id: str, content: str, *, actor: str = PERSON) -> MemoryItem | None:
+        """Correct a memory by hand: a new version with `content`, recorded in its
+        history as an update by `actor` ("person": edited by a person), never a silent
+        overwrite. None if there is no such memory; `InvalidEdit` for unusable text."""
+        text = check_content(content)
+        current = self.store.get(memory_id)
+        if current is None:
+            return None
+        if text == current.content:
+            return current  # nothing to record
+        vector = self.embedder.embed_one(text)
+        if self.store.edit(memory_id, text, vector, keywords(text), actor) is None:
+            return None
+        return self.store.get(memory_id)
+
+    def delete(self, memory_id: str, *, actor: str = "api") -> bool:
+        """Delete a memory on the application's request (logged in its history, with
+        `actor`: "person" for a delete made by hand)."""
+        return self.store.delete(memory_id, actor=actor)
 
     def reset(self, user_id: str, agent_id: str | None = None) -> int:
         """Forget a user entirely: memories, history and session log."""

@@ -82,9 +82,18 @@ class HistoryEntry(BaseModel):
     old_content: str | None
     new_content: str | None
     session_id: str | None
-    actor: str  # "manager" or "api"
+    actor: str  # "manager", "api" (the application), or "person" (by hand, the inspector)
     at: datetime
     user_id: str | None = None  # whose memory it was (lets a deleted memory's owner be checked)
+
+
+class Version(HistoryEntry):
+    """One entry of a memory's timeline, with where it came from: the turns of its
+    session (`session_id`, `agent_id`) that the manager derived it from. An edit or a
+    delete by a person or the application has no session and no turns."""
+
+    agent_id: str | None = None
+    turns: list[int] = Field(default_factory=list)
 
 
 HitKind = Literal["fact", "episode"]

@@ -108,6 +108,10 @@ def undo_sqlite_migration_004(con: Any) -> None:
     """Make a SQLite store look as migration 003 left it (no episode tier, and none of
     the later migrations)."""
     for stmt in (
+        "DROP INDEX llm_calls_session",  # 006
+        "ALTER TABLE llm_calls DROP COLUMN session_id",
+        "ALTER TABLE llm_calls DROP COLUMN agent_id",
+        "ALTER TABLE llm_calls DROP COLUMN user_id",
         "ALTER TABLE sessions DROP COLUMN deferred",  # 005
         "DROP TABLE episodes_fts_vocab",
         "DROP TABLE episodes_fts",

@@ -643,6 +643,67 @@ def test_keyword_search_special_characters_in_content(store: Store) -> None:
 
 
 # --- call log -------------------------------------------------------------------------
+def test_session_calls_are_read_back_per_session_and_forgotten_with_the_user(
+    store: Store,
+) -> None:
+    store.log_session(session("s1"))
+    store.log_session(session("s1", agent_id="bot"))
+    tagged = {"user_id": "u1", "session_id": "s1"}
+    store.log_call(CallRecord("manager", "m", 10, 5, 4, 0.1, True, reply="{}", **tagged))
+    store.log_call(CallRecord("manager", "m", 0, 0, 0, 0.2, False, "timed out", **tagged))
+    store.log_call(CallRecord("manager", "m", 1, 1, 0, 0.3, True, agent_id="bot", **tagged))
+    store.log_call(CallRecord("answer", "m", 1, 1, 0, 0.0, True))  # outside any session
+    calls = store.session_calls("u1", "s1")
+    assert [(c.ok, c.cached_tokens, c.reply, c.error) for c in calls] == [
+        (True, 4, "{}", None),
+        (False, 0, None, "timed out"),
+    ]
+    assert calls[0].at.tzinfo is not None and calls[0].session_id == "s1"
+    [bot] = store.session_calls("u1", "s1", "bot")
+    assert bot.agent_id == "bot" and bot.seconds == pytest.approx(0.3)
+    assert store.session_calls("u2", "s1") == []
+    store.reset("u1", keep_log=True)  # a replay keeps what the sessions cost
+    assert len(store.session_calls("u1", "s1")) == 2
+    store.reset("u1")  # forgetting the user forgets the replies that quote them
+    assert store.session_calls("u1", "s1") == [] and store.session_calls("u1", "s1", "bot") == []
+
+
+def test_edit_records_a_version_by_a_person(store: Store) -> None:
+    [a] = ingest(store, session("s1"), add_w("Alice likes tea.", turns=[0], memory_type="persona"))
+    mid = a.memory_id or ""
+    before = store.get(mid)
+    op = store.edit(mid, "Alice likes green tea.", unit(0, 1), ["green", "tea"], actor="person")
+    assert op is not None and op.op == "update" and op.old_content == "Alice likes tea."
+    after = store.get(mid)
+    assert after is not None and before is not None
+    assert after.content == "Alice likes green tea." and after.version == 2
+    # where it came from and when it happened stay; only the text is corrected
+    assert (after.session_id, after.turns, after.timestamp) == ("s1", [0], before.timestamp)
+    assert after.memory_type == "persona" and after.keywords == ["green", "tea"]
+    [_, edit] = store.history(mid)
+    assert (edit.op, edit.actor, edit.session_id) == ("update", "person", None)
+    assert (edit.old_content, edit.new_content, edit.user_id) == (
+        "Alice likes tea.",
+        "Alice likes green tea.",
+        "u1",
+    )
+    # the indexes follow the new text
+    assert [i for i, _ in store.keyword_search("u1", ["green"], 5)] == [mid]
+    assert [i for i, _ in store.dense_search("u1", unit(0, 1), 1)] == [mid]
+    assert store.edit("no-such-id", "x", unit(1), []) is None
+
+
+def test_list_users_by_prefix(store: Store) -> None:
+    ingest(store, session("s1", user_id="a:martin"), add_w("Martin likes tea."))
+    store.log_session(session("s1", user_id="a:zoe"))
+    store.log_session(session("s1", user_id="a_b:x"))
+    store.log_session(session("s1", user_id="b:martin"))
+    assert store.list_users("a:") == ["a:martin", "a:zoe"]
+    assert store.list_users("a_") == ["a_b:x"]  # no LIKE wildcard
+    assert store.list_users() == ["a:martin", "a:zoe", "a_b:x", "b:martin"]
+    assert store.list_users("c:") == []
+
+
 def test_log_call_between_log_and_apply(store: Store) -> None:
     """The Store interface has no reader for the call log (backends test its rows);
     here: logging calls, failed ones included, never disturbs a session in flight."""
@@ -680,7 +741,7 @@ def test_sqlite_call_log_keeps_replies_and_upgrades_an_older_store(tmp_path: Pat
     with sqlite3.connect(path) as con:
         rows = con.execute("SELECT purpose, ok, error, reply FROM llm_calls ORDER BY id").fetchall()
         version = con.execute("PRAGMA user_version").fetchone()[0]
-    assert version == 5
+    assert version == 6
     assert rows == [
         ("old", 1, None, None),
         ("manager", 1, None, '{"operations": []}'),

@@ -390,7 +390,8 @@ def serve(
     ),
     concurrency: int = ConcurrencyOpt,
 ) -> None:
-    """REST API with a background worker, on the embedded defaults."""
+    """REST API and the memory inspector (/ui) with a background worker, on the
+    embedded defaults."""
     from deltamem.server import serve as run
 
     run(
@@ -401,6 +402,36 @@ def serve(
         keys=keys,
         embedder_spec=OPTS.embedder,
         worker_settings=WorkerSettings(concurrency=concurrency),
+    )
+
+
+@app.command()
+def ui(
+    port: int = typer.Option(8765, "--port", "-p"),
+    keys: str | None = typer.Option(
+        None, "--keys", help="Also let these API keys in (and open the REST API to them)."
+    ),
+    with_worker: bool = typer.Option(
+        True,
+        "--worker/--no-worker",
+        help="Process pending sessions and retries asked from the inspector (loads the LLM "
+        "only when there is such work); --no-worker only looks.",
+    ),
+    browser: bool = typer.Option(True, "--browser/--no-browser", help="Open a browser tab."),
+) -> None:
+    """The memory inspector on the local store, in your browser: facts, their history
+    and sources, sessions and their LLM calls; edit, delete, retry. Listens on
+    127.0.0.1 only; no API key is needed from this machine."""
+    from deltamem.server import serve_ui as run
+
+    run(
+        port=port,
+        memory_path=OPTS.db,
+        llm_spec=OPTS.llm_config,
+        keys=keys,
+        embedder_spec=OPTS.embedder,
+        start_worker=with_worker,
+        open_browser=browser,
     )
 
 

@@ -8,8 +8,9 @@ import json
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -67,6 +68,31 @@ class CallRecord:
     error: str | None = None
     at: datetime = field(default_factory=lambda: datetime.now(UTC))
     reply: str | None = None  # the model's raw text, before any parsing or repair
+    # the session the call worked for (see `call_scope`); None outside one (answers)
+    user_id: str | None = None
+    session_id: str | None = None
+    agent_id: str | None = None
+
+
+@dataclass(frozen=True)
+class CallScope:
+    user_id: str
+    session_id: str
+    agent_id: str | None = None
+
+
+_SCOPE: ContextVar[CallScope | None] = ContextVar("deltamem_llm_call_scope", default=None)
+
+
+@contextlib.contextmanager
+def call_scope(user_id: str, session_id: str, agent_id: str | None = None) -> Iterator[None]:
+    """Label every call made in this thread (context) for the block with the session
+    it works for, so that the call log can say which session each call served."""
+    token = _SCOPE.set(CallScope(user_id, session_id, agent_id))
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
 
 
 @dataclass
@@ -167,6 +193,11 @@ class LLM(ABC):
         self._listeners.append(listener)
 
     def _record(self, rec: CallRecord) -> None:
+        scope = _SCOPE.get()
+        if scope is not None and rec.session_id is None:
+            rec = replace(
+                rec, user_id=scope.user_id, session_id=scope.session_id, agent_id=scope.agent_id
+            )
         with self._lock:
             self.usage.add(rec)
         for fn in self._listeners:

@@ -1,7 +1,7 @@
-"""The service: REST API (FastAPI), MCP server (official SDK) and the background
-worker, over one `Memory`, scoped by tenant (API key) and user.
+"""The service: REST API (FastAPI), memory inspector (/ui), MCP server (official SDK)
+and the background worker, over one `Memory`, scoped by tenant (API key) and user.
 
-Needs the ``server`` extra (fastapi, uvicorn, mcp). The CLI calls `serve`,
+Needs the ``server`` extra (fastapi, uvicorn, mcp). The CLI calls `serve`, `serve_ui`,
 `serve_mcp` and `work` (extra worker processes); `create_app` /
 `create_mcp_server` build the apps for embedding or
 tests.
@@ -18,6 +18,7 @@ __all__ = [
     "load_keys",
     "serve",
     "serve_mcp",
+    "serve_ui",
     "work",
 ]
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from deltamem.server.app import create_app
     from deltamem.server.config import load_keys
     from deltamem.server.mcp_server import create_mcp_server
-    from deltamem.server.run import serve, serve_mcp, work
+    from deltamem.server.run import serve, serve_mcp, serve_ui, work
     from deltamem.server.worker import Worker
 
 _WHERE = {
@@ -34,6 +35,7 @@ _WHERE = {
     "load_keys": "deltamem.server.config",
     "serve": "deltamem.server.run",
     "serve_mcp": "deltamem.server.run",
+    "serve_ui": "deltamem.server.run",
     "work": "deltamem.server.run",
     "Worker": "deltamem.server.worker",
 }

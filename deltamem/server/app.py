@@ -104,9 +104,13 @@ def create_app(
     start_worker: bool = True,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     llm_concurrency: int = 4,
+    ui: bool = True,
+    ui_local: bool = False,
 ) -> FastAPI:
     """The REST API. `keys` maps API keys to tenants. The worker (made here unless
-    given) starts and stops with the app's lifespan when `start_worker`."""
+    given) starts and stops with the app's lifespan when `start_worker`. With `ui`,
+    the memory inspector is served at /ui (same keys and scoping); `ui_local` lets
+    loopback clients in without a key, seeing the whole store (`deltamem ui`)."""
     keys = validate_keys(keys)
     worker = worker or Worker(memory, worker_settings)
     limits: dict[str, anyio.CapacityLimiter] = {}
@@ -420,4 +424,8 @@ def create_app(
             question=body.question, answer=ans.text, memories=[HitOut.of(h) for h in ans.memories]
         )
 
+    if ui:
+        from deltamem.server.ui import mount_ui
+
+        mount_ui(app, memory, worker, keys, local=ui_local)
     return app

@@ -1,5 +1,6 @@
-"""Entry points the CLI calls: `serve` (REST API + worker) and `serve_mcp` (MCP server
-+ worker), both on the embedded defaults unless told otherwise."""
+"""Entry points the CLI calls: `serve` (REST API + inspector + worker), `serve_ui` (the
+inspector on a local store), `serve_mcp` (MCP server + worker) and `work`, all on the
+embedded defaults unless told otherwise."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from deltamem.server.config import (
     DEFAULT_TENANT,
     WorkerSettings,
     keys_or_generated,
+    load_keys,
 )
 
 KeySpec = Mapping[str, str] | str | Path | None
@@ -33,7 +35,7 @@ def serve(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     worker_settings: WorkerSettings | None = None,
 ) -> None:
-    """Run the REST API and its worker until interrupted.
+    """Run the REST API, the memory inspector (at /ui) and the worker until interrupted.
 
     `keys`: a key → tenant mapping, a ``"key=tenant,..."`` string, or a file path
     (``@path`` or a plain path); None reads $DELTAMEM_API_KEYS /
@@ -56,6 +58,59 @@ def serve(
         uvicorn.run(
             app,
             host=host,
+            port=port,
+            log_level=log_level.lower(),
+            timeout_graceful_shutdown=SHUTDOWN_GRACE,
+        )
+    finally:
+        memory.close()
+
+
+def serve_ui(
+    port: int = 8765,
+    memory_path: str | Path | None = None,
+    llm_spec: LLMSpec = None,
+    keys: KeySpec = None,
+    *,
+    embedder_spec: str | None = None,
+    log_level: str = "warning",
+    worker_settings: WorkerSettings | None = None,
+    start_worker: bool = True,
+    open_browser: bool = True,
+) -> None:
+    """The memory inspector on a local store, at http://127.0.0.1:PORT/ui, until
+    interrupted. It listens on the loopback interface only, and a browser of this
+    machine needs no API key there: it sees every user of the store, by their stored
+    ids. Configured keys (as for `serve`) still work, scoped to their tenant, and open
+    the REST API beside it; with none configured the REST API stays closed. The
+    worker (`start_worker`) processes what is pending and what is retried from the
+    inspector; the LLM is loaded only if there is such work."""
+    import sys
+    import threading
+    import webbrowser
+
+    import uvicorn
+
+    from deltamem.server.app import create_app
+
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(message)s")
+    resolved = load_keys(keys)
+    memory = Memory(memory_path, llm=llm_spec, embedder=embedder_spec)
+    try:
+        app = create_app(
+            memory,
+            resolved,
+            worker_settings=worker_settings,
+            start_worker=start_worker,
+            ui_local=True,
+        )
+        url = f"http://127.0.0.1:{port}/ui/users"
+        print(f"deltamem inspector: {url}  (Ctrl+C stops it)", file=sys.stderr, flush=True)
+        if open_browser:
+            threading.Timer(1.0, webbrowser.open, args=(url,)).start()
+        uvicorn.run(
+            app,
+            host="127.0.0.1",
             port=port,
             log_level=log_level.lower(),
             timeout_graceful_shutdown=SHUTDOWN_GRACE,

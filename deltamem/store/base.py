@@ -178,6 +178,20 @@ class Store(ABC):
     def delete(self, memory_id: str, actor: str = "api") -> bool: ...
 
     @abstractmethod
+    def edit(
+        self,
+        memory_id: str,
+        content: str,
+        embedding: np.ndarray,
+        keywords: list[str],
+        actor: str = "person",
+    ) -> Operation | None:
+        """Change a memory's content by hand, in one transaction: the memory (content,
+        embedding, keyword index, version + 1, updated_at) and an `update` in its history
+        by `actor`, with no session. The memory keeps its event time, type and where it
+        came from (session, turns). None if there is no such memory."""
+
+    @abstractmethod
     def reset(self, user_id: str, agent_id: str | None = None, keep_log: bool = False) -> int:
         """Remove a user's memories (and, unless keep_log, their session log and its
         episodes)."""
@@ -240,9 +254,23 @@ class Store(ABC):
     @abstractmethod
     def count(self, user_id: str, agent_id: str | None = None) -> int: ...
 
+    @abstractmethod
+    def list_users(self, prefix: str = "") -> list[str]:
+        """Ids of the users with a logged session or a memory, those that start with
+        `prefix`, sorted."""
+
     # --- call log ----------------------------------------------------------------
     @abstractmethod
-    def log_call(self, rec: CallRecord) -> None: ...
+    def log_call(self, rec: CallRecord) -> None:
+        """Log one model call; a call made for a session (`rec.session_id` set) can be
+        read back with `session_calls`. A user's calls are forgotten with the user
+        (`reset` without keep_log)."""
+
+    @abstractmethod
+    def session_calls(
+        self, user_id: str, session_id: str, agent_id: str | None = None
+    ) -> list[CallRecord]:
+        """The model calls logged for a session (every try of it), oldest first."""
 
     @abstractmethod
     def close(self) -> None: ...

@@ -42,6 +42,7 @@ from deltamem.store.base import (
 )
 from deltamem.store.pg_sql import filter_sql, fold, knn, text_rank, vector_literal
 from deltamem.store.postgres_episodes import PostgresEpisodes
+from deltamem.store.postgres_inspect import PostgresInspection
 from deltamem.store.rows import POSTGRES_ROWS
 from deltamem.types import (
     HistoryEntry,
@@ -91,7 +92,7 @@ def _holds_nul(params: Sequence[Any]) -> bool:
     return False
 
 
-class PostgresStore(PostgresEpisodes, Store):
+class PostgresStore(PostgresEpisodes, PostgresInspection, Store):
     def __init__(self, dsn: str, dim: int = 384, embedder_name: str = "") -> None:
         self.dsn = dsn
         self.dim = dim
@@ -479,6 +480,8 @@ class PostgresStore(PostgresEpisodes, Store):
             else:
                 cur.execute(f"DELETE FROM sessions WHERE {scope}", params)
                 cur.execute(f"DELETE FROM episodes WHERE {scope}", params)
+                # the raw replies quote the user: forgotten with them
+                cur.execute(f"DELETE FROM llm_calls WHERE {scope}", params)
             return len(ids)
 
     # --- reads ---------------------------------------------------------------------
@@ -568,8 +571,8 @@ class PostgresStore(PostgresEpisodes, Store):
         with self._tx() as cur:
             cur.execute(
                 """INSERT INTO llm_calls (at, model, purpose, prompt_tokens, completion_tokens,
-                   cached_tokens, seconds, ok, error, reply)
-                   VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)""",
+                   cached_tokens, seconds, ok, error, reply, user_id, agent_id, session_id)
+                   VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)""",
                 (
                     rec.at,
                     rec.model,
@@ -581,6 +584,9 @@ class PostgresStore(PostgresEpisodes, Store):
                     bool(rec.ok),
                     rec.error,
                     rec.reply,
+                    rec.user_id,
+                    None if rec.session_id is None else _agent(rec.agent_id),
+                    rec.session_id,
                 ),
             )
 

@@ -34,6 +34,7 @@ from deltamem.store.base import (
 )
 from deltamem.store.rows import SQLITE_ROWS
 from deltamem.store.sqlite_episodes import SQLiteEpisodes
+from deltamem.store.sqlite_inspect import SQLiteInspection
 from deltamem.store.sqlite_sql import bm25_search, count_rows, filter_sql
 from deltamem.store.vectors import Bank, VectorCache
 from deltamem.types import (
@@ -62,7 +63,7 @@ def _agent(agent_id: str | None) -> str:
     return agent_id or ""
 
 
-class SQLiteStore(SQLiteEpisodes, Store):
+class SQLiteStore(SQLiteEpisodes, SQLiteInspection, Store):
     def __init__(self, path: str | Path, dim: int = 384, embedder_name: str = "") -> None:
         self.path = str(path)
         if self.path != ":memory:":
@@ -462,6 +463,8 @@ class SQLiteStore(SQLiteEpisodes, Store):
             else:
                 db.execute(f"DELETE FROM sessions WHERE {scope}", params)
                 self._remove_episodes(db, scope, params)
+                # the raw replies quote the user: forgotten with them
+                db.execute(f"DELETE FROM llm_calls WHERE {scope}", params)
             return len(rows)
 
     # --- reads ---------------------------------------------------------------------
@@ -573,8 +576,8 @@ class SQLiteStore(SQLiteEpisodes, Store):
         with self._tx() as db:
             db.execute(
                 """INSERT INTO llm_calls (at, model, purpose, prompt_tokens, completion_tokens,
-                   cached_tokens, seconds, ok, error, reply)
-                   VALUES (?,?,?,?,?,?,?,?,?,?)""",
+                   cached_tokens, seconds, ok, error, reply, user_id, agent_id, session_id)
+                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)""",
                 (
                     _iso(rec.at),
                     rec.model,
@@ -586,6 +589,9 @@ class SQLiteStore(SQLiteEpisodes, Store):
                     int(rec.ok),
                     rec.error,
                     rec.reply,
+                    rec.user_id,
+                    None if rec.session_id is None else _agent(rec.agent_id),
+                    rec.session_id,
                 ),
             )
 
