@@ -308,6 +308,8 @@ def test_store_put_get_update_delete(mem: Memory) -> None:
     assert (store.get(NS, "home") or item).value["content"] == OSLO
     with pytest.raises(ValueError, match="stores text"):
         store.put(NS, "x", {"content": "a", "extra": 1})
+    with pytest.raises(ValueError, match="limit"):
+        store.put(NS, "x", {"content": "a" * 1000})  # a memory is a sentence, not a file
 
 
 def test_store_search_is_deltamems_search(mem: Memory) -> None:

@@ -54,6 +54,7 @@ from langgraph.store.base import (
 
 from deltamem.episodes import is_episode_id
 from deltamem.integrations.langgraph.common import MemoryLike, both
+from deltamem.provenance import check_content
 from deltamem.retrieval.hybrid import Tiers
 from deltamem.store.base import PlannedWrite
 from deltamem.types import Episode, MemoryItem, SearchHit
@@ -85,12 +86,12 @@ def value_text(value: Mapping[str, Any]) -> str:
     if text is None and len(fields) == 1:
         text = next(iter(fields.values()))
         fields = {}
-    if not isinstance(text, str) or not text.strip() or fields:
+    if not isinstance(text, str) or fields:
         raise ValueError(
             "DeltamemStore stores text: put a value like {'content': 'Martin lives in Oslo.'} "
             f"(got the fields {sorted(value)})"
         )
-    return text
+    return check_content(text)  # what a memory's text may be (length, characters)
 
 
 def _fact_value(m: MemoryItem) -> dict[str, Any]:
@@ -342,10 +343,9 @@ class DeltamemStore(BaseStore):
         )
 
     def _list_namespaces(self, op: ListNamespacesOp, fallback_result: Result) -> Result:
-        """Our users' namespaces (read from the session log: not for a hot path) and the
-        fallback's, filtered, cut to `max_depth`, sorted, paged."""
-        users = {r.user_id for r in self.memory.store.list_sessions()}
-        found = {(*self.prefix, u) for u in users if "." not in u}
+        """Our users' namespaces and the fallback's, filtered, cut to `max_depth`,
+        sorted, paged."""
+        found = {(*self.prefix, u) for u in self.memory.users() if "." not in u}
         if isinstance(fallback_result, list):
             found |= {tuple(ns) for ns in fallback_result if isinstance(ns, tuple)}
         conds = op.match_conditions or ()
