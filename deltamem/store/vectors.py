@@ -2,7 +2,10 @@
 
 A bank is loaded once and reused while its version is unchanged; the store bumps
 the version in the same transaction as every write, so a reader in any process
-sees a stale matrix only until its next query.
+sees a stale matrix only until its next query. A bank may also hold the rows'
+keyword postings (`keywords.TermIndex`), loaded in the same snapshot; a reload is
+handed the bank it replaces, so that row texts already tokenized are not tokenized
+again.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from deltamem.store.keywords import TermIndex
 from deltamem.types import SearchFilters
 
 
@@ -26,17 +30,13 @@ class Bank:
     mtype: np.ndarray
     session: np.ndarray
     ts: np.ndarray  # float64 epoch seconds
+    rowids: np.ndarray | None = None  # int64, ascending (the rows' order)
+    terms: TermIndex | None = None  # keyword postings of the same rows
 
-    def search(
-        self,
-        vector: np.ndarray,
-        k: int,
-        agent_id: str | None,
-        filters: SearchFilters | None,
-    ) -> list[tuple[str, float]]:
-        if not self.ids or k <= 0:
-            return []
-        scores = self.matrix @ np.asarray(vector, dtype=np.float32)
+    def mask(self, agent_id: str | None, filters: SearchFilters | None) -> np.ndarray | None:
+        """Rows in scope, or None where every row is."""
+        if agent_id is None and filters is None:
+            return None
         mask = np.ones(len(self.ids), dtype=bool)
         if agent_id is not None:
             mask &= self.agent == agent_id
@@ -49,9 +49,22 @@ class Bank:
                 mask &= self.mtype == filters.memory_type
             if filters.session_id is not None:
                 mask &= self.session == filters.session_id
-        if not mask.all():
+        return mask
+
+    def search(
+        self,
+        vector: np.ndarray,
+        k: int,
+        agent_id: str | None,
+        filters: SearchFilters | None,
+    ) -> list[tuple[str, float]]:
+        if not self.ids or k <= 0:
+            return []
+        scores = self.matrix @ np.asarray(vector, dtype=np.float32)
+        mask = self.mask(agent_id, filters)
+        if mask is not None and not mask.all():
             scores = np.where(mask, scores, -np.inf)
-        k = min(k, int(mask.sum()))
+        k = min(k, len(self.ids) if mask is None else int(mask.sum()))
         if k == 0:
             return []
         top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
@@ -59,7 +72,7 @@ class Bank:
         return [(self.ids[i], float(scores[i])) for i in top]
 
 
-Loader = Callable[[str], Bank]
+Loader = Callable[[str, Bank | None], Bank]  # (user id, the bank it replaces)
 
 
 class VectorCache:
@@ -74,7 +87,7 @@ class VectorCache:
             if bank is not None and bank.version == version:
                 self._banks.move_to_end(user_id)
                 return bank
-        bank = load(user_id)
+        bank = load(user_id, bank)
         with self._lock:
             self._banks[user_id] = bank
             self._banks.move_to_end(user_id)
