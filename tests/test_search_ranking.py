@@ -235,3 +235,16 @@ def test_rankings_equal_on_locomo_dev_data(stores: tuple[SQLiteStore, SQLiteStor
         mine = HybridSearcher(fast, emb).search(q, "u-main")
         sql = HybridSearcher(slow, emb).search(q, "u-main")
         assert [h.model_dump() for h in mine] == [h.model_dump() for h in sql]
+
+
+def test_dense_search_gives_blas_its_threads_back() -> None:
+    from threadpoolctl import threadpool_info
+
+    from deltamem.store.vectors import ONE_BLAS_THREAD
+
+    before = [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+    with ONE_BLAS_THREAD, ONE_BLAS_THREAD:  # nested, as concurrent searches are
+        inside = [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+    after = [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+    assert inside == [1] * len(before)
+    assert after == before
