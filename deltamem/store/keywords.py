@@ -40,11 +40,11 @@ TOKENIZER = "porter unicode61"  # the tokenizer of memories_fts and episodes_fts
 
 
 # --- FTS5's tokens ----------------------------------------------------------------------
-def tokenize(texts: Sequence[str]) -> list[dict[str, int]]:
-    """Each text's tokens as FTS5 (porter unicode61) makes them, with their counts."""
-    out: list[dict[str, int]] = [{} for _ in texts]
+def token_rows(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(token, text index, count) of every token FTS5 (porter unicode61) makes of the
+    texts, by text index: three aligned columns."""
     if not texts:
-        return out
+        return [], np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
     db = sqlite3.connect(":memory:", isolation_level=None)
     try:
         db.execute(f"CREATE VIRTUAL TABLE t USING fts5 (x, tokenize = '{TOKENIZER}')")
@@ -52,10 +52,21 @@ def tokenize(texts: Sequence[str]) -> list[dict[str, int]]:
         db.execute("BEGIN")
         db.executemany("INSERT INTO t (rowid, x) VALUES (?, ?)", enumerate(texts))
         db.execute("COMMIT")
-        for term, doc, n in db.execute("SELECT term, doc, count(*) FROM v GROUP BY term, doc"):
-            out[doc][term] = n
+        rows = db.execute("SELECT term, doc, count(*) FROM v GROUP BY doc, term").fetchall()
     finally:
         db.close()
+    if not rows:
+        return [], np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    tokens, docs, counts = zip(*rows, strict=True)
+    return list(tokens), np.array(docs, dtype=np.int64), np.array(counts, dtype=np.float64)
+
+
+def tokenize(texts: Sequence[str]) -> list[dict[str, int]]:
+    """Each text's tokens as FTS5 makes them, with their counts."""
+    out: list[dict[str, int]] = [{} for _ in texts]
+    tokens, docs, counts = token_rows(texts)
+    for token, doc, n in zip(tokens, docs, counts, strict=True):
+        out[int(doc)][token] = int(n)
     return out
 
 
@@ -76,9 +87,13 @@ class Vocabulary:
         self.ids: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def id(self, token: str) -> int:
+    def of(self, tokens: list[str]) -> np.ndarray:
+        """The tokens' ids, new tokens given the next ones."""
         with self._lock:
-            return self.ids.setdefault(token, len(self.ids))
+            for token in sorted(set(tokens) - self.ids.keys()):
+                self.ids[token] = len(self.ids)
+            ids = self.ids
+            return np.fromiter((ids[t] for t in tokens), dtype=np.int64, count=len(tokens))
 
 
 @dataclass(frozen=True)
@@ -95,9 +110,8 @@ class TermIndex:
     vocab: Vocabulary
     texts: dict[str, DocTokens]  # each distinct row text's tokens (reused by the next load)
     lengths: np.ndarray  # (n,) float64 tokens per row
-    starts: (
-        np.ndarray
-    )  # (len(vocab) + 1,) int64: token id t's postings are [starts[t], starts[t+1])
+    # (len(vocab) + 1,) int64: token id t's postings are docs[starts[t]:starts[t + 1]]
+    starts: np.ndarray
     docs: np.ndarray  # row positions, by token id then row
     counts: np.ndarray  # float64 occurrences, aligned with docs
 
@@ -108,25 +122,26 @@ class TermIndex:
         known = previous.texts if previous is not None else {}
         fresh = sorted({t for t in texts if t not in known})
         table = {t: known[t] for t in set(texts) if t in known}
-        for text, tokens in zip(fresh, tokenize(fresh), strict=True):
-            table[text] = DocTokens(
-                ids=np.array([vocab.id(tok) for tok in tokens], dtype=np.int64),
-                counts=np.array(list(tokens.values()), dtype=np.float64),
-                length=sum(tokens.values()),
-            )
+        tokens, of_text, occurrences = token_rows(fresh)
+        ids = vocab.of(tokens)
+        bounds = np.searchsorted(of_text, np.arange(len(fresh) + 1))
+        sizes = np.bincount(of_text, weights=occurrences, minlength=len(fresh))
+        for i, text in enumerate(fresh):
+            a, b = bounds[i], bounds[i + 1]
+            table[text] = DocTokens(ids=ids[a:b], counts=occurrences[a:b], length=int(sizes[i]))
         rows = [table[t] for t in texts]
         n_vocab = len(vocab.ids)
         if rows:
-            ids = np.concatenate([r.ids for r in rows])
+            all_ids = np.concatenate([r.ids for r in rows])
             counts = np.concatenate([r.counts for r in rows])
             docs = np.repeat(np.arange(len(rows)), [len(r.ids) for r in rows])
         else:
-            ids = np.zeros(0, dtype=np.int64)
+            all_ids = np.zeros(0, dtype=np.int64)
             counts = np.zeros(0, dtype=np.float64)
             docs = np.zeros(0, dtype=np.int64)
-        order = np.lexsort((docs, ids))
+        order = np.lexsort((docs, all_ids))
         starts = np.zeros(n_vocab + 1, dtype=np.int64)
-        np.cumsum(np.bincount(ids, minlength=n_vocab), out=starts[1:])
+        np.cumsum(np.bincount(all_ids, minlength=n_vocab), out=starts[1:])
         return cls(
             vocab=vocab,
             texts=table,
