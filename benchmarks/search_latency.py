@@ -1,33 +1,43 @@
-"""Search latency of one user's bank in the embedded SQLite store.
+"""Search latency of one user's memory (facts and episodes) in a store.
 
     python benchmarks/search_latency.py --sizes 1000,10000,100000 --json
+    python benchmarks/search_latency.py --backend postgres --dsn postgresql://... --json
 
-Builds a bank per size (synthetic fact sentences; vectors are random unit vectors
-near a few topic centres, so KNN has structure but the build does not spend
-minutes embedding), then times hybrid search (dense KNN + FTS5 BM25 + RRF +
-fetching the rows) with the query vector precomputed. The query embedding is
-timed separately and reported as embed_ms. Other users' rows are added too
-(1 per 10 of the user's), so per-user partitioning is exercised.
+Builds, per size N, a user with N facts in the memory bank and N episodes (turns
+of logged sessions), from synthetic sentences whose vectors are random unit
+vectors near a few topic centres, so KNN has structure but the build does not
+spend minutes embedding. Other users' rows are added too (1 per 10 of the
+user's), so per-user partitioning is exercised. Then it times what
+`Memory.search` does: `HybridSearcher.search` over both tiers (dense KNN and
+keyword ranking of facts and of episodes, reciprocal rank fusion, fetching and
+building the 20 hits), with the query vector precomputed; `facts_p50_ms` is the
+same over the fact tier alone. The query embedding is timed separately
+(`embed_ms`). `--profile FILE` writes a cProfile of the timed searches of the
+largest size.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
 from deltamem.embed import make_embedder
+from deltamem.embed.base import Embedder
+from deltamem.episodes import episode_id
 from deltamem.retrieval.hybrid import HybridSearcher
-from deltamem.store.base import PlannedWrite
-from deltamem.store.sqlite import SQLiteStore
+from deltamem.store.base import PlannedEpisode, PlannedWrite, Store
 from deltamem.text import keywords
-from deltamem.types import Message, SessionRecord
+from deltamem.types import Episode, Message, SessionRecord
 
 SUBJECTS = ["Martin", "Sarah", "Lena", "Priya", "Tomas", "Ana", "Jonas", "Mei"]
 VERBS = ["likes", "visited", "bought", "studies", "dislikes", "plans to see", "works on", "met"]
@@ -48,6 +58,7 @@ OBJECTS = [
     "the night shift",
     "a trip to Kyoto",
 ]
+OPENERS = ["I think", "Yesterday", "You know,", "By the way,", "Honestly,", "Last week"]
 QUERIES = [
     "What films does Martin like?",
     "Where did Sarah travel?",
@@ -58,79 +69,199 @@ QUERIES = [
     "Does Jonas run marathons?",
     "What drink does Mei prefer?",
 ]
+TURNS = 20  # turns per logged session of the episode tier
+BATCH = 2000
+
+
+def pick(rng: np.random.Generator, words: list[str]) -> str:
+    return words[rng.integers(len(words))]
 
 
 def sentence(rng: np.random.Generator, i: int) -> str:
+    return f"{pick(rng, SUBJECTS)} {pick(rng, VERBS)} {pick(rng, OBJECTS)} (note {i})."
+
+
+def turn(rng: np.random.Generator, i: int) -> str:
     return (
-        f"{SUBJECTS[rng.integers(len(SUBJECTS))]} {VERBS[rng.integers(len(VERBS))]} "
-        f"{OBJECTS[rng.integers(len(OBJECTS))]} (note {i})."
+        f"{pick(rng, OPENERS)} {pick(rng, SUBJECTS)} {pick(rng, VERBS)} "
+        f"{pick(rng, OBJECTS)}, turn {i}."
     )
 
 
-def build(store: SQLiteStore, user: str, n: int, rng: np.random.Generator, dim: int) -> None:
-    centres = rng.normal(size=(64, dim)).astype(np.float32)
-    batch = 2000
-    for start in range(0, n, batch):
-        writes = []
-        for i in range(start, min(n, start + batch)):
-            vec = centres[rng.integers(64)] + 0.5 * rng.normal(size=dim).astype(np.float32)
-            text = sentence(rng, i)
-            writes.append(
-                PlannedWrite("add", text, vec / np.linalg.norm(vec), keywords=keywords(text))
-            )
-        rec = SessionRecord(
-            user_id=user,
-            session_id=f"bulk-{start}",
-            timestamp="2029-01-01T00:00:00",
-            messages=[Message(role="user", content="bulk")],
-            content_hash=f"{user}-{start}",
+class Vectors:
+    """Random unit vectors near 64 topic centres."""
+
+    def __init__(self, rng: np.random.Generator, dim: int) -> None:
+        self.rng = rng
+        self.centres = rng.normal(size=(64, dim)).astype(np.float32)
+
+    def __call__(self) -> np.ndarray:
+        dim = self.centres.shape[1]
+        vec = self.centres[self.rng.integers(64)] + 0.5 * self.rng.normal(size=dim).astype(
+            np.float32
         )
+        return vec / np.linalg.norm(vec)
+
+
+def record(user: str, session_id: str, messages: list[Message]) -> SessionRecord:
+    return SessionRecord(
+        user_id=user,
+        session_id=session_id,
+        timestamp="2029-01-01T00:00:00",
+        messages=messages,
+        content_hash=f"{user}-{session_id}",
+    )
+
+
+def build_facts(store: Store, user: str, n: int, rng: np.random.Generator, vec: Vectors) -> None:
+    for start in range(0, n, BATCH):
+        writes = []
+        for i in range(start, min(n, start + BATCH)):
+            text = sentence(rng, i)
+            writes.append(PlannedWrite("add", text, vec(), keywords=keywords(text)))
+        rec = record(user, f"bulk-{start}", [Message(role="user", content="bulk")])
         stored, _ = store.log_session(rec)
         store.apply_session(stored, writes, [])
 
 
-def measure(size: int, embedder, repeats: int, rng: np.random.Generator) -> dict[str, float]:
-    with tempfile.TemporaryDirectory() as tmp:
-        store = SQLiteStore(Path(tmp) / "bench.db", dim=embedder.dim)
-        t0 = time.perf_counter()
-        build(store, "u-main", size, rng, embedder.dim)
-        build(store, "u-other", max(1, size // 10), rng, embedder.dim)
-        build_s = time.perf_counter() - t0
-        searcher = HybridSearcher(store, embedder)
-        qvecs = embedder.embed(QUERIES)
-        timings = []
-        for r in range(repeats):
-            q = r % len(QUERIES)
-            t = time.perf_counter()
-            ranked = searcher.rank([QUERIES[q]], "u-main", vectors=qvecs[q : q + 1])[:20]
-            store.get_many([mid for mid, _ in ranked])
-            timings.append((time.perf_counter() - t) * 1000)
-        store.close()
-    timings.sort()
+def build_episodes(store: Store, user: str, n: int, rng: np.random.Generator, vec: Vectors) -> None:
+    for start in range(0, n, TURNS):
+        sid = f"talk-{start}"
+        texts = [turn(rng, i) for i in range(start, min(n, start + TURNS))]
+        roles = ["user" if t % 2 == 0 else "assistant" for t in range(len(texts))]
+        messages = [Message(role=r, content=c) for r, c in zip(roles, texts, strict=True)]
+        rec = record(user, sid, messages)
+        episodes = [
+            PlannedEpisode(
+                Episode(
+                    id=episode_id(user, None, sid, t),
+                    user_id=user,
+                    session_id=sid,
+                    turn=t,
+                    role=roles[t],  # type: ignore[arg-type]
+                    content=c,
+                    timestamp=rec.timestamp,
+                ),
+                vec(),
+            )
+            for t, c in enumerate(texts)
+        ]
+        store.log_session(rec, episodes)
+
+
+class Precomputed(Embedder):
+    """The benchmark's queries embedded once, so the timed search embeds nothing."""
+
+    def __init__(self, inner: Embedder, queries: list[str]) -> None:
+        self.name, self.dim = inner.name, inner.dim
+        self.table = dict(zip(queries, inner.embed(queries), strict=True))
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.stack([self.table[t] for t in texts])
+
+
+@contextmanager
+def open_store(backend: str, dsn: str | None, dim: int) -> Iterator[Store]:
+    if backend == "sqlite":
+        from deltamem.store.sqlite import SQLiteStore
+
+        with tempfile.TemporaryDirectory() as tmp:
+            sqlite_store = SQLiteStore(Path(tmp) / "bench.db", dim=dim)
+            try:
+                yield sqlite_store
+            finally:
+                sqlite_store.close()
+        return
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    from deltamem.store.postgres import PostgresStore
+
+    if dsn is None:
+        raise SystemExit("--backend postgres needs --dsn")
+    schema = f"bench_{int(time.time())}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    pg_store = PostgresStore(make_conninfo(dsn, options=f"-c search_path={schema},public"), dim)
+    try:
+        yield pg_store
+    finally:
+        pg_store.close()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def percentile(sorted_ms: list[float], q: float) -> float:
+    return round(sorted_ms[int(q * (len(sorted_ms) - 1))], 3)
+
+
+def timed(searcher: HybridSearcher, repeats: int, tiers: str) -> list[float]:
+    timings = []
+    for r in range(repeats):
+        t = time.perf_counter()
+        searcher.search(QUERIES[r % len(QUERIES)], "u-main", limit=20, tiers=tiers)  # type: ignore[arg-type]
+        timings.append((time.perf_counter() - t) * 1000)
+    return sorted(timings)
+
+
+def measure(
+    store: Store,
+    size: int,
+    embedder: Embedder,
+    repeats: int,
+    rng: np.random.Generator,
+    profile: Path | None,
+) -> dict[str, float]:
+    vec = Vectors(rng, embedder.dim)
+    t0 = time.perf_counter()
+    for user, n in (("u-main", size), ("u-other", max(1, size // 10))):
+        build_facts(store, user, n, rng, vec)
+        build_episodes(store, user, n, rng, vec)
+    build_s = time.perf_counter() - t0
+    searcher = HybridSearcher(store, embedder)
+    for q in QUERIES:  # load what a process loads on its first search
+        searcher.search(q, "u-main")
+    profiler = cProfile.Profile() if profile is not None else None
+    if profiler is not None:
+        profiler.enable()
+    both = timed(searcher, repeats, "all")
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(str(profile))
+    facts = timed(searcher, repeats, "facts")
     return {
-        "p50_ms": round(statistics.median(timings), 3),
-        "p95_ms": round(timings[int(0.95 * (len(timings) - 1))], 3),
+        "p50_ms": round(statistics.median(both), 3),
+        "p95_ms": percentile(both, 0.95),
+        "p99_ms": percentile(both, 0.99),
+        "facts_p50_ms": round(statistics.median(facts), 3),
         "build_s": round(build_s, 1),
     }
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--repeats", type=int, default=200)
+    ap.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
+    ap.add_argument("--dsn", help="PostgreSQL server (a schema is made and dropped on it)")
+    ap.add_argument("--profile", type=Path, help="cProfile output of the largest size")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
-    embedder = make_embedder("local")
+    real = make_embedder("local")
+    embedder = Precomputed(real, QUERIES)
+    sizes = [int(s) for s in args.sizes.split(",")]
     result: dict[str, object] = {}
-    for size in [int(s) for s in args.sizes.split(",")]:
-        result[str(size)] = measure(size, embedder, args.repeats, rng)
+    for size in sizes:
+        with open_store(args.backend, args.dsn, embedder.dim) as store:
+            prof = args.profile if size == max(sizes) else None
+            result[str(size)] = measure(store, size, embedder, args.repeats, rng, prof)
         if not args.json:
             print(size, result[str(size)], file=sys.stderr)
     t = []
     for q in QUERIES * 10:
         s = time.perf_counter()
-        embedder.embed([q])
+        real.embed([q])
         t.append((time.perf_counter() - s) * 1000)
     result["embed_ms"] = round(statistics.median(t), 3)
     print(json.dumps(result, indent=None if args.json else 2))

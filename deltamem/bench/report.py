@@ -1,5 +1,6 @@
 """OUT/report.html: the tables and charts of a finished run in one self-contained
-file (inline CSS and SVG, no script, no network), built from OUT/metrics.json and
+file (inline CSS and SVG drawn by matplotlib, no script, no network), built from
+OUT/metrics.json and
 OUT/results.jsonl only, so it can be rebuilt at any time
 (`deltamem bench report OUT`).
 
@@ -28,7 +29,6 @@ from deltamem.bench.log import RESULTS, read_records
 REPORT = "report.html"
 METRICS = "metrics.json"
 TEMPLATE = Path(__file__).parent / "report_template.html"
-PALETTE = ["#4269d0", "#efb118", "#ff725c", "#6cc5b0", "#3ca951", "#ff8ab7", "#a463f2", "#97bbf5"]
 
 Num = float | int | None
 
@@ -57,156 +57,21 @@ def _num(v: Any) -> float | None:
     return None if math.isnan(float(v)) else float(v)
 
 
-def _nice_max(v: float) -> float:
-    if v <= 0:
-        return 1.0
-    exp = 10 ** math.floor(math.log10(v))
-    for m in (1, 2, 2.5, 5, 10):
-        if v <= m * exp:
-            return m * exp
-    return 10 * exp
-
-
-# --- SVG charts ----------------------------------------------------------------------
+# --- charts (matplotlib, in charts.py: imported when a chart is drawn) ----------------
 def bar_chart(
-    title: str,
-    groups: Sequence[str],
-    series: dict[str, Sequence[Num]],
-    *,
-    ymax: float | None = None,
-    width: int = 520,
-    height: int = 260,
+    title: str, groups: Sequence[str], series: dict[str, Sequence[Num]], **kw: Any
 ) -> str:
-    """Grouped bars: one group per label in `groups`, one bar per series (system)."""
-    values = [_num(v) for vs in series.values() for v in vs]
-    top = ymax if ymax is not None else _nice_max(max([v for v in values if v is not None] or [0]))
-    left, right, top_pad, bottom = 48, 10, 10, 70
-    plot_w, plot_h = width - left - right, height - top_pad - bottom
-    n_series = max(1, len(series))
-    group_w = plot_w / max(1, len(groups))
-    bar_w = group_w * 0.8 / n_series
-    parts = [_axes(left, top_pad, plot_w, plot_h, top)]
-    for si, (name, vs) in enumerate(series.items()):
-        color = PALETTE[si % len(PALETTE)]
-        for gi, v in enumerate(vs):
-            x = left + gi * group_w + group_w * 0.1 + si * bar_w
-            val = _num(v)
-            if val is None:
-                parts.append(
-                    f'<text x="{x + bar_w / 2:.1f}" y="{top_pad + plot_h - 3:.1f}" '
-                    f'font-size="9" text-anchor="middle" fill="#999">–</text>'
-                )
-                continue
-            h = plot_h * min(max(val, 0.0), top) / top
-            y = top_pad + plot_h - h
-            parts.append(
-                f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(bar_w - 1, 1):.1f}" '
-                f'height="{h:.1f}" fill="{color}"><title>{esc(name)} · '
-                f"{esc(groups[gi])}: {fmt(val)}</title></rect>"
-            )
-    for gi, g in enumerate(groups):
-        x = left + gi * group_w + group_w / 2
-        y = top_pad + plot_h + 12
-        parts.append(
-            f'<text x="{x:.1f}" y="{y}" font-size="10" text-anchor="end" '
-            f'transform="rotate(-30 {x:.1f} {y})">{esc(_short(g))}</text>'
-        )
-    return _figure(title, width, height, parts, list(series))
+    """Grouped bars as an inline SVG figure (`charts.bar_chart`)."""
+    from deltamem.bench import charts
+
+    return charts.bar_chart(title, groups, series, **kw)
 
 
-def line_chart(
-    title: str,
-    series: Mapping[str, Sequence[tuple[float, float]]],
-    *,
-    xlabel: str = "",
-    ymax: float | None = None,
-    width: int = 520,
-    height: int = 260,
-) -> str:
-    """Lines of (x, y) points, one per series (system)."""
-    pts = [(x, y) for s in series.values() for x, y in s]
-    ys = [y for _, y in pts]
-    top = ymax if ymax is not None else _nice_max(max(ys or [0]))
-    xs = [x for x, _ in pts] or [0.0, 1.0]
-    x0, x1 = min(xs), max(xs)
-    if x1 == x0:
-        x1 = x0 + 1
-    left, right, top_pad, bottom = 48, 14, 10, 50
-    plot_w, plot_h = width - left - right, height - top_pad - bottom
-    parts = [_axes(left, top_pad, plot_w, plot_h, top)]
+def line_chart(title: str, series: Mapping[str, Sequence[tuple[float, float]]], **kw: Any) -> str:
+    """Lines of (x, y) points as an inline SVG figure (`charts.line_chart`)."""
+    from deltamem.bench import charts
 
-    def px(x: float) -> float:
-        return left + plot_w * (x - x0) / (x1 - x0)
-
-    def py(y: float) -> float:
-        return top_pad + plot_h - plot_h * min(max(y, 0.0), top) / top
-
-    for tick in _ticks(x0, x1):
-        parts.append(
-            f'<text x="{px(tick):.1f}" y="{top_pad + plot_h + 14}" font-size="10" '
-            f'text-anchor="middle">{fmt(tick if tick != int(tick) else int(tick))}</text>'
-        )
-    if xlabel:
-        parts.append(
-            f'<text x="{left + plot_w / 2:.1f}" y="{height - 22}" font-size="10" '
-            f'text-anchor="middle">{esc(xlabel)}</text>'
-        )
-    for si, (name, s) in enumerate(series.items()):
-        color = PALETTE[si % len(PALETTE)]
-        if not s:
-            continue
-        path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in s)
-        parts.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"/>')
-        for x, y in s:
-            parts.append(
-                f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.5" fill="{color}">'
-                f"<title>{esc(name)} · {fmt(x)}: {fmt(y)}</title></circle>"
-            )
-    return _figure(title, width, height, parts, list(series))
-
-
-def _ticks(x0: float, x1: float, n: int = 8) -> list[float]:
-    step = max(1, math.ceil((x1 - x0) / n))
-    out, x = [], x0
-    while x <= x1 + 1e-9:
-        out.append(x)
-        x += step
-    return out
-
-
-def _short(label: str, n: int = 22) -> str:
-    return label if len(label) <= n else label[: n - 1] + "…"
-
-
-def _axes(left: float, top: float, w: float, h: float, ymax: float) -> str:
-    out = []
-    for i in range(5):
-        v = ymax * i / 4
-        y = top + h - h * i / 4
-        out.append(
-            f'<line x1="{left}" y1="{y:.1f}" x2="{left + w}" y2="{y:.1f}" '
-            f'stroke="#eee" stroke-width="1"/>'
-        )
-        out.append(
-            f'<text x="{left - 4}" y="{y + 3:.1f}" font-size="10" text-anchor="end">'
-            f"{fmt(v, 2)}</text>"
-        )
-    out.append(f'<line x1="{left}" y1="{top + h}" x2="{left + w}" y2="{top + h}" stroke="#555"/>')
-    return "".join(out)
-
-
-def _figure(title: str, width: int, height: int, parts: list[str], names: list[str]) -> str:
-    legend = "".join(
-        f'<tspan fill="{PALETTE[i % len(PALETTE)]}">■</tspan><tspan> {esc(n)}  </tspan>'
-        for i, n in enumerate(names)
-    )
-    svg = (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 16}" '
-        f'viewBox="0 0 {width} {height + 16}" role="img" aria-label="{esc(title)}">'
-        + "".join(parts)
-        + f'<text x="48" y="{height + 10}" font-size="11">{legend}</text></svg>'
-    )
-    return f"<figure><figcaption>{esc(title)}</figcaption>{svg}</figure>"
+    return charts.line_chart(title, series, **kw)
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -5,7 +5,10 @@ is loaded once per process and reloaded only when the user's bank version (one
 indexed lookup) says another write happened, from this process or another one.
 We measured sqlite-vec's vec0 at ~53 ms per query on a 100k bank against ~6 ms
 for the cached matrix (docs/benchmarks.md), and per-user banks are exactly the
-case where a partitioned brute-force scan is right.
+case where a partitioned brute-force scan is right. The bank holds the rows'
+keyword postings too, and keyword search computes FTS5's bm25() over them in
+memory, with the same scores and order as SQL (`keywords.py`), instead of having
+FTS5 rank every matching row of the table on each query.
 """
 
 from __future__ import annotations
@@ -32,10 +35,11 @@ from deltamem.store.base import (
     StoreError,
     UnknownMemory,
 )
+from deltamem.store.keywords import TermIndex, bm25, formula_matches, query_token, top
 from deltamem.store.rows import SQLITE_ROWS
 from deltamem.store.sqlite_episodes import SQLiteEpisodes
 from deltamem.store.sqlite_inspect import SQLiteInspection
-from deltamem.store.sqlite_sql import bm25_search, count_rows, filter_sql
+from deltamem.store.sqlite_sql import bm25_sql, count_rows, filter_sql, fts_stats, rankable
 from deltamem.store.vectors import Bank, VectorCache
 from deltamem.types import (
     HistoryEntry,
@@ -63,9 +67,23 @@ def _agent(agent_id: str | None) -> str:
     return agent_id or ""
 
 
+# the FTS columns of each table's `{table}_fts` twin
+_FTS_COLUMNS = {"memories": ("content", "keywords"), "episodes": ("content",)}
+
+
 class SQLiteStore(SQLiteEpisodes, SQLiteInspection, Store):
-    def __init__(self, path: str | Path, dim: int = 384, embedder_name: str = "") -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        dim: int = 384,
+        embedder_name: str = "",
+        *,
+        memory_keywords: bool = True,
+    ) -> None:
+        """`memory_keywords=False` ranks keyword search by FTS5 in SQL on every query
+        (the same ranking, slower; kept to test the in-memory one against)."""
         self.path = str(path)
+        self.memory_keywords = memory_keywords
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.dim = dim
@@ -529,11 +547,12 @@ class SQLiteStore(SQLiteEpisodes, SQLiteInspection, Store):
         a write happened since (one indexed lookup)."""
         rows = self._read(f"SELECT version FROM {versions} WHERE user_id=?", (user_id,))
         version = rows[0]["version"] if rows else 0
-        return cache.get(user_id, version, lambda u: self._load_bank(table, versions, u))
+        return cache.get(user_id, version, lambda u, old: self._load_bank(table, versions, u, old))
 
-    def _load_bank(self, table: str, versions: str, user_id: str) -> Bank:
+    def _load_bank(self, table: str, versions: str, user_id: str, previous: Bank | None) -> Bank:
         # episodes have no memory type: '' matches no memory_type filter
-        mtype = "memory_type" if table == "memories" else "'' AS memory_type"
+        mtype = "t.memory_type" if table == "memories" else "'' AS memory_type"
+        fts = ", ".join(f"f.{c} AS fts_{c}" for c in _FTS_COLUMNS[table])
         with self._lock:  # version and rows read in one snapshot
             self._db.execute("BEGIN")
             try:
@@ -541,13 +560,16 @@ class SQLiteStore(SQLiteEpisodes, SQLiteInspection, Store):
                     f"SELECT version FROM {versions} WHERE user_id=?", (user_id,)
                 ).fetchone()
                 rows = self._db.execute(
-                    f"""SELECT id, agent_id, {mtype}, session_id, ts, embedding
-                       FROM {table} WHERE user_id=? ORDER BY rowid""",
+                    f"""SELECT t.rowid AS rowid, t.id AS id, t.agent_id AS agent_id, {mtype},
+                       t.session_id AS session_id, t.ts AS ts, t.embedding AS embedding, {fts}
+                       FROM {table} t LEFT JOIN {table}_fts f ON f.rowid = t.rowid
+                       WHERE t.user_id=? ORDER BY t.rowid""",
                     (user_id,),
                 ).fetchall()
             finally:
                 self._db.execute("COMMIT")
         matrix = np.frombuffer(b"".join(r["embedding"] for r in rows), dtype=np.float32)
+        texts = [" ".join(r[f"fts_{c}"] or "" for c in _FTS_COLUMNS[table]) for r in rows]
         return Bank(
             version=row["version"] if row else 0,
             ids=[r["id"] for r in rows],
@@ -556,6 +578,8 @@ class SQLiteStore(SQLiteEpisodes, SQLiteInspection, Store):
             mtype=np.array([r["memory_type"] for r in rows], dtype=object),
             session=np.array([r["session_id"] or "" for r in rows], dtype=object),
             ts=np.array([r["ts"] for r in rows], dtype=np.float64),
+            rowids=np.array([r["rowid"] for r in rows], dtype=np.int64),
+            terms=TermIndex.build(texts, previous.terms if previous is not None else None),
         )
 
     def keyword_search(
@@ -566,7 +590,36 @@ class SQLiteStore(SQLiteEpisodes, SQLiteInspection, Store):
         agent_id: str | None = None,
         filters: SearchFilters | None = None,
     ) -> list[tuple[str, float]]:
-        return bm25_search(self._read, "memories", user_id, terms, k, agent_id, filters)
+        return self._keyword_search(
+            self._vectors, "memories", "bank_versions", user_id, terms, k, agent_id, filters
+        )
+
+    def _keyword_search(
+        self,
+        cache: VectorCache,
+        table: str,
+        versions: str,
+        user_id: str,
+        terms: list[str],
+        k: int,
+        agent_id: str | None,
+        filters: SearchFilters | None,
+    ) -> list[tuple[str, float]]:
+        """BM25 over the user's rows of `table`: FTS5's bm25() computed over the bank's
+        postings in memory where that gives SQL's ranking exactly, else FTS5 in SQL."""
+        kept = rankable(self._read, terms, f"{table}_fts_vocab")
+        if not kept:
+            return []
+        tokens = [query_token(t) for t in kept]
+        exact = [t for t in tokens if t is not None]
+        if not self.memory_keywords or len(exact) < len(tokens) or not formula_matches():
+            return bm25_sql(self._read, table, user_id, kept, k, agent_id, filters)
+        bank = self._bank(cache, table, versions, user_id)
+        if bank.terms is None or bank.rowids is None:
+            return bm25_sql(self._read, table, user_id, kept, k, agent_id, filters)
+        docs, score = bm25(bank.terms, exact, fts_stats(self._read, table, exact))
+        best = top(docs, score, bank.rowids, bank.mask(agent_id, filters), k)
+        return [(bank.ids[d], s) for d, s in best]
 
     def count(self, user_id: str, agent_id: str | None = None) -> int:
         return count_rows(self._read, "memories", user_id, agent_id)

@@ -13,7 +13,7 @@ import numpy as np
 
 from deltamem.store.base import PlannedEpisode, StoreError
 from deltamem.store.rows import SQLITE_ROWS
-from deltamem.store.sqlite_sql import bm25_search, count_rows
+from deltamem.store.sqlite_sql import count_rows
 from deltamem.store.vectors import Bank, VectorCache
 from deltamem.types import Episode, SearchFilters, SessionRecord
 
@@ -26,6 +26,7 @@ class SQLiteEpisodes:
         _tx: Callable[[], AbstractContextManager[sqlite3.Connection]]
         _read: Callable[..., list[sqlite3.Row]]
         _bank: Callable[[VectorCache, str, str, str], Bank]
+        _keyword_search: Callable[..., list[tuple[str, float]]]
 
     def _insert_episodes(self, db: sqlite3.Connection, episodes: list[PlannedEpisode]) -> int:
         added = 0
@@ -132,7 +133,16 @@ class SQLiteEpisodes:
     ) -> list[tuple[str, float]]:
         if filters is not None and filters.memory_type is not None:
             return []
-        return bm25_search(self._read, "episodes", user_id, terms, k, agent_id, filters)
+        return self._keyword_search(
+            self._episode_vectors,
+            "episodes",
+            "episode_versions",
+            user_id,
+            terms,
+            k,
+            agent_id,
+            filters,
+        )
 
     def count_episodes(self, user_id: str, agent_id: str | None = None) -> int:
         return count_rows(self._read, "episodes", user_id, agent_id)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from deltamem.porter import stem
+from deltamem.store.keywords import TableStats, averages
 from deltamem.types import SearchFilters
 
 COMMON_TERM_DOCS = 4000  # keyword terms found in more rows than this are not ranked
@@ -59,7 +60,7 @@ def rankable(
     return [t for t in terms if df.get(stems[t], 0) <= COMMON_TERM_DOCS]
 
 
-def bm25_search(
+def bm25_sql(
     read: Callable[..., list[sqlite3.Row]],
     table: str,
     user_id: str,
@@ -69,8 +70,8 @@ def bm25_search(
     filters: SearchFilters | None,
 ) -> list[tuple[str, float]]:
     """(id, relevance) of a user's rows of `table` (memories or episodes) by BM25 over
-    its FTS5 twin `{table}_fts`, best first; any term may match."""
-    terms = rankable(read, terms, f"{table}_fts_vocab")
+    its FTS5 twin `{table}_fts`, best first; any of the terms (found `rankable`) may
+    match. The reference the in-memory ranking (`keywords.py`) is tested against."""
     if not terms:
         return []
     extra, params = filter_sql(agent_id, filters, prefix="t.")
@@ -82,6 +83,18 @@ def bm25_search(
         [fts_query(terms), user_id, *params, int(k)],
     )
     return [(r["id"], -float(r["rank"])) for r in rows]
+
+
+def fts_stats(read: Callable[..., list[sqlite3.Row]], table: str, tokens: list[str]) -> TableStats:
+    """What FTS5's bm25() reads of `{table}_fts` for these tokens: its row count and
+    token total (the averages record, row 1 of its data table) and each token's
+    document count (its vocabulary table)."""
+    block = read(f"SELECT block FROM {table}_fts_data WHERE id=1")
+    rows, total = averages(block[0][0]) if block else (0, 0)
+    distinct = sorted(set(tokens))
+    marks = ",".join("?" * len(distinct))
+    found = read(f"SELECT term, doc FROM {table}_fts_vocab WHERE term IN ({marks})", distinct)
+    return TableStats(rows=rows, tokens=total, hits={r["term"]: r["doc"] for r in found})
 
 
 def count_rows(
