@@ -70,7 +70,15 @@ def test_qa_settled_in_code_without_the_model(tmp_path: Path) -> None:
     with pytest.raises(AssertionError):
         j.qa("Which films?", "Horror films", [], "Not horror films.")
     assert j.locomo("When?", "7 May 2023", "On 8 May 2023.")["label"] == "WRONG"
+    # more detail around every word of the reference: right
+    title = "What is her job title?"
+    assert j.qa(title, "Manager", [], "She is a manager at Oracle.")["verdict"] == "correct"
+    # some of the reference and nothing else: part left out
+    assert j.qa(title, "Senior Manager at Oracle", [], "Manager.")["verdict"] == "omission"
     assert len(llm.requests) == 1  # only the negated answer went to the model
+    # a word of its own in place of the reference's is the check's to say
+    with pytest.raises(AssertionError):
+        j.qa(title, "Manager", [], "Director.")
 
 
 @pytest.mark.parametrize(
@@ -174,10 +182,14 @@ def test_checks_are_cached_and_votes_are_counted(tmp_path: Path) -> None:
     answers = iter(["no", "yes", "yes"])
     llm = ScriptedLLM(default=lambda _m: {"answer": next(answers)})
     j = DecomposedJudges(llm, cache, votes=3)
-    assert j.qa("Q?", "Adoption agencies", [], "Adopting")["verdict"] == "correct"  # 2 of 3
+    assert (
+        j.qa("Q?", "Adoption agencies", [], "Looked into adopting")["verdict"] == "correct"
+    )  # 2 of 3
     assert [r["temperature"] for r in llm.requests] == [0.0, 0.8, 0.8]
     again = ScriptedLLM()  # every sample is cached now
-    assert DecomposedJudges(again, cache, votes=3).qa("Q?", "Adoption agencies", [], "Adopting")
+    assert DecomposedJudges(again, cache, votes=3).qa(
+        "Q?", "Adoption agencies", [], "Looked into adopting"
+    )
     assert again.requests == []
 
 

@@ -93,16 +93,20 @@ class DecomposedJudges:
             return "wrong", "the answer names another day (code)"
         asked = content(question)
         want, found = content(answer, asked), content(prediction, asked)
-        # settled only when the answer adds no word of its own: "Senior Manager" is
-        # not "Manager", and that is for the check to say
-        same = want and want == found and numbers(answer) <= numbers(prediction)
-        if same and not negated(prediction):
-            return "correct", "the answer says the reference's words and numbers (code)"
+        # Code settles the two cases a 1.5B check gets wrong most (hand labels, both
+        # halves): an answer that holds every word and number of the reference and
+        # adds detail ("a manager at Oracle" for "Manager") is right; one that gives
+        # some of the reference's words and nothing else ("chia seeds and
+        # spirulina" for three ingredients) leaves part out. Anything else, such as
+        # "Senior Manager" for "Manager", is for the check to say.
+        if want and want <= found and numbers(answer) <= numbers(prediction):
+            if not negated(prediction):
+                return "correct", "the answer holds the reference's words and numbers (code)"
+        elif found and found < want and numbers(prediction) <= numbers(answer):
+            return "partly", "the answer gives part of the reference and nothing else (code)"
         p = self.same_answer.p_yes(question=question, reference=answer, answer=prediction)
         if p >= self.t[cut]:
             return "correct", f"check: same answer (p {p:.2f})"
-        if found and found < want and numbers(prediction) <= numbers(answer):
-            return "partly", f"check: not the same (p {p:.2f}); part of the reference (code)"
         return "wrong", f"check: not the same (p {p:.2f})"
 
     def qa(
