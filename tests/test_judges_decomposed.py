@@ -201,3 +201,24 @@ def test_mode_follows_the_model(tmp_path: Path) -> None:
     assert isinstance(make_judges(ScriptedLLM(), cache, "rubric"), RubricJudges)
     with pytest.raises(ValueError, match="judge mode"):
         make_judges(ScriptedLLM(), cache, "vibes")
+
+
+def test_an_update_written_as_a_change_of_value_is_settled_by_code() -> None:
+    from deltamem.bench.judges.decomposed import changed_value
+
+    income = 'Martin\'s career_status updated monthly_income from "15700" to "18000" yuan.'
+    assert changed_value(income, ["Martin earns 18000 yuan a month."])["verdict"] == "correct"
+    assert changed_value(income, ["Martin earns 19000 yuan a month."])["verdict"] == (
+        "hallucination"
+    )
+    assert changed_value(income, ["Martin earns 15700 yuan a month."])["verdict"] == "omission"
+    health = "Ana's mental health status changed from 'Abnormal' to 'Normal'."
+    # another field's own change names 'Normal' as its old value: not the new one here
+    assert changed_value(
+        health,
+        ["Ana's mental health: Abnormal", "Ana's physical health went from 'Normal' to 'Good'."],
+    ) == {"verdict": "omission", "reason": "only the old value 'Abnormal' is named (code)"}
+    title = "Ana's job_title changed from 'director' to 'senior director'."
+    # old and new both stated as current: the checks decide
+    assert changed_value(title, ["Ana is a director.", "Ana is a senior director."]) is None
+    assert changed_value("Ana now likes jazz.", ["Ana likes jazz."]) is None  # not this form

@@ -11,6 +11,7 @@ with a reason that says which step decided it. Same fields as the rubric judges
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
@@ -54,6 +55,55 @@ def common_words(items: list[str]) -> frozenset[str]:
 
 def graded(p: float, full: float, part: float) -> int:
     return 2 if p >= full else 1 if p >= part else 0
+
+
+_FROM_TO = re.compile(r"""\bfrom\s+['"‘“](.+?)['"’”]\s+to\s+['"‘“](.+?)['"’”]""")
+
+
+def changed_value(new: str, memories: list[str]) -> dict[str, Any] | None:
+    """The verdict on an update written as a change of value ("... updated
+    monthly_income from "15700" to "18000"", HaluMem's form), where code can say:
+    a memory names the new value and none the old (correct); a memory names another
+    figure where the new value is a figure (hallucination: "earns 19000"); only
+    the old value is named (omission: "health is normal" for 'Normal' ->
+    'Improved'). None where it cannot say, and the checks decide. A memory that
+    itself reads "from X to Y" states Y, not X."""
+    m = _FROM_TO.search(new)
+    if m is None:
+        return None
+    was, now = m.group(1), m.group(2)
+    gained = content(now) - content(was)
+    old_words, old_nums, new_nums = content(was), numbers(was), numbers(now)
+
+    def stated(memory: str) -> tuple[set[str], set[int]]:
+        own = _FROM_TO.search(memory)
+        text = memory.replace(own.group(0), own.group(2)) if own else memory
+        return content(text), numbers(text)
+
+    def names_new(words: set[str], nums: set[int]) -> bool:
+        return bool(gained or new_nums) and gained <= words and new_nums <= nums
+
+    said = [stated(memory) for memory in memories]
+    new_named = any(names_new(w, n) for w, n in said)
+    old_named = any(
+        bool(old_words or old_nums) and old_words <= w and old_nums <= n and not names_new(w, n)
+        for w, n in said
+    )
+    if new_named:
+        if old_named:  # both stated as current: which holds is the checks' to say
+            return None
+        return {"verdict": "correct", "reason": f"a memory names the new value {now!r} (code)"}
+    for _, nums in said:
+        # a figure of the new value's size: another amount, not a year or a day
+        other = nums - old_nums - new_nums
+        if any(n2 / 3 <= n <= n2 * 3 for n in other for n2 in new_nums):
+            return {
+                "verdict": "hallucination",
+                "reason": f"a memory names another value than {now!r} (code)",
+            }
+    if old_named and (gained or new_nums):
+        return {"verdict": "omission", "reason": f"only the old value {was!r} is named (code)"}
+    return None
 
 
 class DecomposedJudges:
@@ -165,6 +215,9 @@ class DecomposedJudges:
         found = ranked(new, memories, common_words(memories), CANDIDATES)
         if not found:
             return {"verdict": "omission", "reason": "nothing returned about this fact (code)"}
+        settled = changed_value(new, found)
+        if settled is not None:
+            return settled
         was = " / ".join(old)
         p = max(self.update_check.p_yes(old=was, new=new, memory=m) for m in found)
         # both checks always, so that their thresholds can be tuned from the cache
