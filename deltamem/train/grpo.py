@@ -467,10 +467,10 @@ def train_grpo(
         report_to="none",
         use_cpu=use_cpu,
         seed=s.seed,
-        gradient_checkpointing=s.gradient_checkpointing,
         disable_tqdm=True,
         log_completions=False,
         dataloader_num_workers=0,
+        **({"gradient_checkpointing": True} if s.gradient_checkpointing else {}),
     )
     peft_config = LoraConfig(
         r=s.lora_r,
