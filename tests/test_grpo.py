@@ -211,3 +211,18 @@ def test_export_refuses_a_base_of_another_shape(tiny: Tiny, tmp_path: Path) -> N
     other.config.architectures = ["Qwen2ForCausalLM"]
     other.config.save_pretrained(tmp_path / "cfg")
     assert export_lora(tmp_path / "adapter", tmp_path / "cfg", tmp_path / "y.gguf").tensors == 2
+
+
+def test_a_gguf_model_loads_for_training(tiny: Tiny) -> None:
+    """`--model FILE.gguf`: transformers dequantises it; same weights, same logits,
+    and the config export needs (architectures, no quantization_config)."""
+    from deltamem.train.grpo import base_config, load_model
+
+    model, tok = load_model(str(tiny.gguf))
+    assert getattr(model, "hf_quantizer", None) is None
+    ids = _prompt_ids(tiny.tok, [{"role": "user", "content": "I moved to York."}])
+    assert _prompt_ids(tok, [{"role": "user", "content": "I moved to York."}]) == ids
+    np.testing.assert_allclose(_hf_logits(model, ids), _hf_logits(tiny.model, ids), atol=1e-4)
+    config = base_config(model)
+    assert config["architectures"] == ["Qwen2ForCausalLM"]
+    assert "quantization_config" not in config

@@ -143,3 +143,24 @@ def test_reward_on_hand_written_completions(embedder: Embedder) -> None:
         1.0,
         0.0,
     )
+
+
+def test_export_finds_the_adapter_and_base_of_a_training_run(tmp_path: Path) -> None:
+    from deltamem.train.export import ExportError, resolve_adapter
+
+    run = tmp_path / "run"
+    (run / "adapter").mkdir(parents=True)
+    (run / "adapter" / "adapter_config.json").write_text("{}")
+    (run / "base").mkdir()
+    (run / "base" / "config.json").write_text("{}")
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    meta = {"model": str(model), "gguf_file": "m.gguf"}
+    (run / "deltamem-train.json").write_text(json.dumps(meta))
+    assert resolve_adapter(run) == (run / "adapter", model)  # the GGUF it trained on
+    assert resolve_adapter(run / "adapter") == (run / "adapter", model)
+    model.unlink()  # gone: the config saved beside the adapter
+    assert resolve_adapter(run) == (run / "adapter", run / "base")
+    assert resolve_adapter(run, tmp_path / "x.gguf") == (run / "adapter", tmp_path / "x.gguf")
+    with pytest.raises(ExportError, match="--base"):
+        resolve_adapter(tmp_path / "nothing")
