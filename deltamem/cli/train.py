@@ -136,7 +136,12 @@ def grpo(
 
     try:
         result = train_grpo(settings, on_step=show)
-    except (ValueError, ImportError) as exc:
+    except ImportError as exc:
+        console.print(
+            f"[red]error:[/red] {exc}: install the train extra, `pip install 'deltamem[train]'`"
+        )
+        raise typer.Exit(2) from None
+    except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
     mean = sum(result.rewards) / len(result.rewards) if result.rewards else float("nan")
