@@ -97,7 +97,7 @@ def grpo(
     try:
         from deltamem.train.grpo import GRPOSettings, train_grpo
     except ImportError as exc:  # pragma: no cover - depends on the install
-        console.print(f"[red]error:[/red] {exc}: `pip install 'deltamem[train]'`")
+        console.print(f"[red]error:[/red] {exc}: `pip install 'deltamem\\[train]'`")
         raise typer.Exit(2) from None
     settings = GRPOSettings(
         model=model,
@@ -138,7 +138,7 @@ def grpo(
         result = train_grpo(settings, on_step=show)
     except ImportError as exc:
         console.print(
-            f"[red]error:[/red] {exc}: install the train extra, `pip install 'deltamem[train]'`"
+            f"[red]error:[/red] {exc}: install the train extra, `pip install 'deltamem\\[train]'`"
         )
         raise typer.Exit(2) from None
     except ValueError as exc:
