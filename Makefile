@@ -1,6 +1,7 @@
 # deltamem: two commands set up everything from nothing (see README).
 #   make demo   virtualenv, llama.cpp engine, embedded model + embeddings, then the demo
-#   make test   the same setup, then ruff, mypy (the package) and the test suite
+#   make test   the same setup plus the train extra, then ruff, mypy (the package) and the
+#               test suite
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -10,7 +11,7 @@ EXTRAS ?= local,tiny,server,postgres,bench,mem0,langgraph,dev
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: setup demo test lint bench-search bench-write clean
+.PHONY: setup setup-train demo test lint bench-search bench-write clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,10 +22,19 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
+# The train extra (GRPO, GGUF export): torch 2.13.0, the CPU build pip takes from
+# this machine's disk, transformers, trl, peft, gguf, ... (~1 min, ~1.5 GB). Only the
+# tests and `deltamem train grpo` need it, so `make demo` does without.
+$(VENV)/.train-installed: $(VENV)/.installed
+	$(PIP) install -e ".[$(EXTRAS),train]"
+	touch $@
+
+setup-train: $(VENV)/.train-installed
+
 demo: setup
 	$(PY) -m deltamem demo
 
-test: setup
+test: setup setup-train
 	$(VENV)/bin/ruff check deltamem tests benchmarks examples
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -q

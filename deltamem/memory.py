@@ -12,6 +12,7 @@ half-applied; `process_pending()` (or adding again) picks it up.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -133,7 +134,9 @@ class Memory:
     Everything is optional: by default the store is one SQLite file in the user
     data directory (or $DELTAMEM_HOME), the LLM is the embedded llama.cpp model
     and the embedder the embedded MiniLM. The LLM is loaded on first use, so
-    reading memory never pays for it.
+    reading memory never pays for it. `adapter`: a GGUF LoRA file (`deltamem train
+    export`) that llama.cpp applies to the model, e.g. `Memory(llm="local",
+    adapter="manager.gguf")`.
     """
 
     def __init__(
@@ -145,7 +148,13 @@ class Memory:
         store: Store | None = None,
         config: ManagerConfig | None = None,
         log_calls: bool = True,
+        adapter: str | Path | None = None,
     ) -> None:
+        if adapter is not None:  # a GGUF LoRA for the llama.cpp model the spec names
+            if isinstance(llm, LLM):
+                raise ValueError("adapter= applies to an LLM spec or LLMConfig, not a built LLM")
+            base = llm if isinstance(llm, LLMConfig) else LLMConfig(llm)
+            llm = dataclasses.replace(base, adapter=os.fspath(adapter))
         self.embedder = embedder if isinstance(embedder, Embedder) else make_embedder(embedder)
         if store is None:
             store = open_store(path, self.embedder)

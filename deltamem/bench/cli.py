@@ -39,6 +39,14 @@ console = Console(stderr=True)
 SystemsOpt = Annotated[str, typer.Option("--systems", help="Comma-separated system names.")]
 OutOpt = Annotated[Path, typer.Option("--out", help="Output directory.")]
 LLMOpt = Annotated[str | None, typer.Option("--llm", help="LLM spec of the systems.")]
+AdapterOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--adapter",
+        help="A GGUF LoRA (`deltamem train export`) on the systems' llama.cpp model "
+        "(default: the global --adapter / $DELTAMEM_ADAPTER); judges never get it.",
+    ),
+]
 JudgeOpt = Annotated[str, typer.Option("--judge", help="'none' or an LLM spec for judges.")]
 JudgeModeOpt = Annotated[
     str,
@@ -114,30 +122,49 @@ def _own(out: Path) -> Iterator[None]:
         raise typer.Exit(2) from None
 
 
+def _adapter(adapter: str | None) -> str | None:
+    from deltamem.cli.options import OPTS
+
+    return adapter or OPTS.adapter
+
+
 def _setup(
-    systems: str, embedder: str | None, llm: str | None, timeout: float, out: Path
+    systems: str,
+    embedder: str | None,
+    llm: str | None,
+    timeout: float,
+    out: Path,
+    adapter: str | None = None,
 ) -> tuple[list[str], Embedder, LLM]:
-    """The systems' names (checked), the embedder, and the systems' model, whose
-    every call goes to OUT/llm_calls.jsonl."""
+    """The systems' names (checked), the embedder, and the systems' model (with its
+    LoRA adapter, if any), whose every call goes to OUT/llm_calls.jsonl."""
     from deltamem.bench.log import log_calls
     from deltamem.embed import make_embedder
     from deltamem.llm import make_llm
 
     names = _systems(systems)
     emb = make_embedder(embedder)
-    model = make_llm(llm, timeout=timeout)
+    model = make_llm(llm, timeout=timeout, adapter=_adapter(adapter))
     log_calls(model, out)
     return names, emb, model
 
 
-def _judge_llm(judge: str, llm: str | None, model: LLM, timeout: float, out: Path) -> LLM | None:
-    """The judge's LLM: None for --judge none, the systems' model when the specs match."""
+def _judge_llm(
+    judge: str,
+    llm: str | None,
+    model: LLM,
+    timeout: float,
+    out: Path,
+    adapter: str | None = None,
+) -> LLM | None:
+    """The judge's LLM: None for --judge none, the systems' model when the specs match
+    (unless the systems' model carries an adapter: the judge is the base model)."""
     from deltamem.bench.log import log_calls
     from deltamem.llm import make_llm
 
     if judge.strip().lower() == "none":
         return None
-    if judge.strip() == (llm or ""):
+    if judge.strip() == (llm or "") and not _adapter(adapter):
         return model
     judge_llm = make_llm(judge, timeout=timeout)
     log_calls(judge_llm, out)
@@ -157,6 +184,7 @@ def halumem(
     users: Annotated[int | None, typer.Option(help="Evaluate the first N users.")] = None,
     sessions: Annotated[int | None, typer.Option(help="First N sessions per user.")] = None,
     llm: LLMOpt = None,
+    adapter: AdapterOpt = None,
     judge: JudgeOpt = "none",
     embedder: EmbOpt = None,
     resume: Annotated[bool, typer.Option(help="Skip items already in results.jsonl.")] = False,
@@ -180,7 +208,7 @@ def halumem(
     """HaluMem: extraction, updating and QA, item by item (SPEC §4.1)."""
     from deltamem.bench.halumem import HaluMemRun, run_halumem, write_metrics
 
-    names, emb, model = _setup(systems, embedder, llm, timeout, out)
+    names, emb, model = _setup(systems, embedder, llm, timeout, out, adapter)
     with _own(out), _progress() as advance:
         run = HaluMemRun(
             data=data,
@@ -193,7 +221,7 @@ def halumem(
             progress=advance,
         )
         metrics = run_halumem(run, llm=model, embedder=emb)
-        judge_llm = _judge_llm(judge, llm, model, timeout, out)
+        judge_llm = _judge_llm(judge, llm, model, timeout, out, adapter)
         if judge_llm is not None:
             from deltamem.bench.judges.halumem import judge_run
 
@@ -216,6 +244,7 @@ def locomo(
     ] = None,
     sessions: Annotated[int | None, typer.Option(help="First N sessions each.")] = None,
     llm: LLMOpt = None,
+    adapter: AdapterOpt = None,
     judge: JudgeOpt = "none",
     embedder: EmbOpt = None,
     resume: Annotated[bool, typer.Option(help="Skip items already in results.jsonl.")] = False,
@@ -228,8 +257,8 @@ def locomo(
     """LoCoMo: token F1, BLEU-1, evidence recall (and an LLM judge when given)."""
     from deltamem.bench.locomo import LocomoRun, run_locomo
 
-    names, emb, model = _setup(systems, embedder, llm, timeout, out)
-    judge_llm = _judge_llm(judge, llm, model, timeout, out)
+    names, emb, model = _setup(systems, embedder, llm, timeout, out, adapter)
+    judge_llm = _judge_llm(judge, llm, model, timeout, out, adapter)
     with _own(out), _progress() as advance:
         run = LocomoRun(
             data=data,
@@ -275,6 +304,7 @@ def membench(
     seed: Annotated[int, typer.Option(help="Seed of the noise draw.")] = 0,
     k: KOpt = 10,
     llm: LLMOpt = None,
+    adapter: AdapterOpt = None,
     embedder: EmbOpt = None,
     resume: ResumeOpt = False,
     timeout: TimeoutOpt = 900.0,
@@ -286,7 +316,7 @@ def membench(
     read and write time per step."""
     from deltamem.bench.membench import MemBenchRun, run_membench
 
-    names, emb, model = _setup(systems, embedder, llm, timeout, out)
+    names, emb, model = _setup(systems, embedder, llm, timeout, out, adapter)
     with _own(out), _progress() as advance:
         run = MemBenchRun(
             data=data,
@@ -320,6 +350,7 @@ def longmemeval(
     ] = None,
     k: KOpt = 20,
     llm: LLMOpt = None,
+    adapter: AdapterOpt = None,
     judge: JudgeOpt = "none",
     judge_mode: JudgeModeOpt = "auto",
     embedder: EmbOpt = None,
@@ -332,8 +363,8 @@ def longmemeval(
     always; session- and turn-level recall of the evidence."""
     from deltamem.bench.longmemeval import LongMemEvalRun, run_longmemeval
 
-    names, emb, model = _setup(systems, embedder, llm, timeout, out)
-    judge_llm = _judge_llm(judge, llm, model, timeout, out)
+    names, emb, model = _setup(systems, embedder, llm, timeout, out, adapter)
+    judge_llm = _judge_llm(judge, llm, model, timeout, out, adapter)
     with _own(out), _progress() as advance:
         run = LongMemEvalRun(
             data=data,
@@ -371,6 +402,7 @@ def personamem(
     chunk: Annotated[int, typer.Option(help="Most context messages in one session.")] = 20,
     k: KOpt = 10,
     llm: LLMOpt = None,
+    adapter: AdapterOpt = None,
     embedder: EmbOpt = None,
     resume: ResumeOpt = False,
     timeout: TimeoutOpt = 900.0,
@@ -381,7 +413,7 @@ def personamem(
     reaches their end index."""
     from deltamem.bench.personamem import PersonaMemRun, run_personamem
 
-    names, emb, model = _setup(systems, embedder, llm, timeout, out)
+    names, emb, model = _setup(systems, embedder, llm, timeout, out, adapter)
     with _own(out), _progress() as advance:
         run = PersonaMemRun(
             questions=questions,

@@ -89,8 +89,16 @@ def main(
         "3 x this (its 3 tries) plus 6 s of backoff.",
     ),
     embedder: str | None = typer.Option(None, "--embedder", envvar="DELTAMEM_EMBEDDER"),
+    adapter: str | None = typer.Option(
+        None,
+        "--adapter",
+        envvar="DELTAMEM_ADAPTER",
+        help="A GGUF LoRA adapter (`deltamem train export`) applied to the llama.cpp "
+        "model of --llm (local, tiny or a .gguf path).",
+    ),
 ) -> None:
     OPTS.db, OPTS.llm, OPTS.llm_timeout, OPTS.embedder = db, llm, llm_timeout, embedder
+    OPTS.adapter = adapter
 
 
 def memory() -> Memory:

@@ -11,10 +11,11 @@ class Options:
     llm: str | None = None
     llm_timeout: float | None = None
     embedder: str | None = None
+    adapter: str | None = None  # a GGUF LoRA for the llama.cpp model
 
     @property
     def llm_config(self) -> LLMConfig:
-        return LLMConfig(self.llm, timeout=self.llm_timeout)
+        return LLMConfig(self.llm, timeout=self.llm_timeout, adapter=self.adapter)
 
 
 OPTS = Options()

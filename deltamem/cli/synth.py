@@ -88,7 +88,7 @@ def synth(
         temperature=temperature,
     )
     try:
-        model = make_llm(llm or OPTS.llm, timeout=OPTS.llm_timeout)
+        model = make_llm(llm or OPTS.llm, timeout=OPTS.llm_timeout, adapter=OPTS.adapter)
     except LLMError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None

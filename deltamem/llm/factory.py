@@ -5,6 +5,10 @@ tiny                       SmolLM2-135M: exercises the engine, answers are usele
 /path/to/model.gguf        any GGUF file through llama.cpp
 http://host:port/v1#model  any OpenAI-compatible server (model after '#')
 openai:gpt-4o-mini         api.openai.com with OPENAI_API_KEY
+
+A llama.cpp model (local, tiny, a .gguf path) can carry a LoRA adapter in GGUF
+form (`adapter=`, e.g. one made by `deltamem train grpo` + `deltamem train export`):
+llama.cpp applies it to the base weights at load time.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ class LLMConfig:
     spec: str | None = None
     timeout: float | None = None
     n_ctx: int = 8192
+    adapter: str | None = None  # a GGUF LoRA file applied to a llama.cpp model
 
 
 def llm_timeout(timeout: float | None = None) -> float:
@@ -49,14 +54,24 @@ def llm_timeout(timeout: float | None = None) -> float:
 
 
 def make_llm(
-    spec: str | LLMConfig | None = None, *, n_ctx: int | None = None, timeout: float | None = None
+    spec: str | LLMConfig | None = None,
+    *,
+    n_ctx: int | None = None,
+    timeout: float | None = None,
+    adapter: str | os.PathLike[str] | None = None,
 ) -> LLM:
     """An LLM from a spec string or an `LLMConfig`; keyword arguments override the
-    config's fields."""
+    config's fields. `adapter`: a GGUF LoRA file for a llama.cpp model."""
     config = spec if isinstance(spec, LLMConfig) else LLMConfig(spec)
     n_ctx = n_ctx if n_ctx is not None else config.n_ctx
     timeout = llm_timeout(timeout if timeout is not None else config.timeout)
+    lora = os.fspath(adapter) if adapter is not None else config.adapter
     spec = (config.spec or os.environ.get("DELTAMEM_LLM") or DEFAULT_SPEC).strip()
+    if lora and spec.startswith(("http://", "https://", "openai:")):
+        raise LLMError(
+            f"an adapter applies to a llama.cpp model (local, tiny, a .gguf path), "
+            f"not to {spec!r}: serve the adapter with the server instead"
+        )
     if spec.startswith(("http://", "https://")):
         url, _, model = spec.partition("#")
         model = model or os.environ.get("DELTAMEM_LLM_MODEL", "")
@@ -74,11 +89,11 @@ def make_llm(
     from deltamem.llm.llamacpp import LlamaCppLLM
 
     if spec == "local":
-        return LlamaCppLLM(weights.assemble(), n_ctx=n_ctx, timeout=timeout)
+        return LlamaCppLLM(weights.assemble(), n_ctx=n_ctx, timeout=timeout, lora_path=lora)
     if spec == "tiny":
-        return LlamaCppLLM(weights.tiny_model_path(), n_ctx=n_ctx, timeout=timeout)
+        return LlamaCppLLM(weights.tiny_model_path(), n_ctx=n_ctx, timeout=timeout, lora_path=lora)
     if spec.endswith(".gguf"):
-        return LlamaCppLLM(spec, n_ctx=n_ctx, timeout=timeout)
+        return LlamaCppLLM(spec, n_ctx=n_ctx, timeout=timeout, lora_path=lora)
     raise LLMError(
         f"unknown LLM spec {spec!r}: use 'local', 'tiny', a .gguf path, "
         "'http://host:port/v1#model' or 'openai:MODEL'"

@@ -35,7 +35,10 @@ class LlamaCppLLM(LLM):
         timeout: float = 300.0,
         retries: int = 1,
         name: str | None = None,
+        lora_path: str | Path | None = None,
     ) -> None:
+        """`lora_path`: a LoRA adapter in GGUF form (`deltamem train export`)
+        applied to the model's weights at load time."""
         super().__init__(timeout=timeout, retries=retries)
         try:
             from llama_cpp import Llama
@@ -46,18 +49,36 @@ class LlamaCppLLM(LLM):
         path = Path(model_path)
         if not path.is_file():
             raise LLMError(f"GGUF model file not found: {path}")
+        lora = Path(lora_path) if lora_path is not None else None
+        if lora is not None and not lora.is_file():
+            raise LLMError(f"GGUF LoRA adapter file not found: {lora}")
         threads = n_threads or int(os.environ.get("DELTAMEM_THREADS", 0)) or (os.cpu_count() or 2)
-        self._llama = Llama(
-            model_path=str(path),
-            n_ctx=n_ctx,
-            n_threads=threads,
-            n_threads_batch=threads,
-            n_batch=512,
-            seed=seed,
-            verbose=False,
-        )
-        self.name = name or path.stem
+        try:
+            self._llama = Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=threads,
+                n_threads_batch=threads,
+                n_batch=512,
+                seed=seed,
+                verbose=False,
+                lora_path=str(lora) if lora is not None else None,
+            )
+        except RuntimeError as exc:  # llama.cpp refused the adapter (another base model?)
+            if lora is None:
+                raise
+            raise LLMError(f"llama.cpp cannot apply the adapter {lora} to {path}: {exc}") from exc
+        # llama-cpp-python 0.3.x tests the adapter handle with `is None`, but a failed
+        # load gives a NULL pointer object: it would go on silently without the LoRA
+        if lora is not None and not getattr(self._llama, "_lora_adapter", None):
+            self._llama.close()
+            raise LLMError(
+                f"llama.cpp cannot apply the adapter {lora} to {path} "
+                "(not a GGUF LoRA, or made for another base model)"
+            )
+        self.name = name or (f"{path.stem}+{lora.stem}" if lora is not None else path.stem)
         self.model_path = path
+        self.lora_path = lora
         self._n_ctx = n_ctx
         self._n_threads = n_threads
         self._evaluated = 0
@@ -91,6 +112,7 @@ class LlamaCppLLM(LLM):
             timeout=self.timeout,
             retries=self.retries,
             name=self.name,
+            lora_path=self.lora_path,
         )
         # the same listeners (one list, so later ones too): a run's call log
         # must see the calls of every engine the run uses

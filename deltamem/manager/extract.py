@@ -17,10 +17,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, StrictStr
 
-from deltamem.llm.base import LLM
+from deltamem.llm.base import LLM, ChatMessage
 from deltamem.manager.atomise import first_person, name_subject, split_facts
 from deltamem.manager.dates import annotate
 from deltamem.manager.render import template
@@ -50,6 +51,8 @@ _INTRODUCED = re.compile(
     r"|\b(?:[Cc]all me|[Mm]y name['’]s) ([A-Z][\w'’-]+(?: [A-Z][\w'’-]+)?)\b"
 )
 # words a fact may add to what was said without inventing anything
+_SYSTEM = template("extract_system.txt").substitute().strip()
+_TURN = template("extract_turn.txt")
 _FREE = frozenset(
     "user person name named called january february march april may june july august "
     "september october november december week weekend month year day date".split()
@@ -98,13 +101,103 @@ def leading_name(facts: list[str]) -> str | None:
     return name if n >= 2 else None
 
 
+@dataclass(frozen=True)
+class TurnPrompt:
+    """What the extractor sends for one user turn, and what its checks read."""
+
+    turn: int  # index of the user message in the session
+    subject: str  # who the facts are about: the person's name, else UNNAMED
+    said: str  # the person's message, relative dates annotated
+    before: Message | None  # the assistant's message just before it, if any
+    messages: list[ChatMessage]  # system + user message, as sent to the model
+
+
+def turn_prompt(
+    session: SessionRecord, turn: int, name: str | None, *, assistant_words: int = 40
+) -> TurnPrompt:
+    """The chat messages the extractor sends about user turn `turn` of `session`,
+    `name` being the person's name if known. The one place they are built: the
+    product's calls and the GRPO training prompts (deltamem/train/grpo) both come
+    from here, so training sees exactly what the manager sends."""
+    msgs = session.messages
+    msg = msgs[turn]
+    before = msgs[turn - 1] if turn > 0 and msgs[turn - 1].role != "user" else None
+    subject = msg.name or name or UNNAMED
+    said = annotate(" ".join(msg.content.split()), msg.timestamp or session.timestamp)
+    context = ""
+    if before is not None:
+        earlier = shorten(" ".join(before.content.split()), assistant_words)
+        context = f"{before.name or before.role.capitalize()} (before): {earlier}"
+    who = (
+        f'The person\'s name is not known: call them "{UNNAMED}".'
+        if subject == UNNAMED
+        else f"The person is called {subject}."
+    )
+    prompt = _TURN.substitute(
+        date=human_date(session.timestamp),
+        who=who,
+        context=context,
+        subject=subject,
+        message=said,
+    )
+    return TurnPrompt(
+        turn=turn,
+        subject=subject,
+        said=said,
+        before=before,
+        messages=[
+            {"role": "system", "content": _SYSTEM},
+            {"role": "user", "content": prompt},
+        ],
+    )
+
+
+def reply_facts(reply: dict[str, Any], subject: str) -> list[str]:
+    """The facts of a parsed reply `{"facts": [...]}`: each item split into single
+    facts, named after `subject`, repeats dropped, at most MAX_FACTS."""
+    facts = reply.get("facts")
+    seen: set[str] = set()
+    out: list[str] = []
+    for item in facts if isinstance(facts, list) else []:
+        text = " ".join(str(item).split())
+        for piece in split_facts(text) if text else []:
+            piece = name_subject(piece, subject)
+            key = piece.lower().rstrip(".")
+            if key in seen:  # a repeating reply: its first copy is enough
+                continue
+            seen.add(key)
+            out.append(piece)
+    return out[:MAX_FACTS]
+
+
+def refusal(fact: str, subject: str, said: str, before: Message | None) -> str | None:
+    """Why a fact written for a turn is refused (None: it is kept)."""
+    if len(fact) > MAX_MEMORY_CHARS:
+        return "fact too long"
+    if len(fact.split()) < 3:
+        return "fragment, not a fact"
+    if first_person(fact):
+        return "first person: the user's words, not a fact about them"
+    names = {stem(w.lower()) for w in words(subject)} - {"the"} | {"user"}
+    if not {stem(w.lower()) for w in words(fact)} & names:
+        return "does not name the person"
+    content = {stem(t) for t in terms(fact, limit=64)} - names - {stem(w) for w in _FREE}
+    if not content:
+        return "says nothing about the person"
+    own = {stem(t) for t in terms(said, limit=100_000)}
+    heard = {stem(t) for t in terms(before.content, limit=100_000)} if before else set()
+    if len(content & (own | heard)) / len(content) < GROUNDED:
+        return "not grounded in the conversation"
+    if len(content & own) / len(content) < OWN_WORDS:
+        return "the assistant's words, not the person's"
+    return None
+
+
 class FactExtractor:
     def __init__(self, llm: LLM, *, assistant_words: int = 40, max_tokens: int = 240) -> None:
         self.llm = llm
         self.assistant_words = assistant_words
         self.max_tokens = max_tokens
-        self._system = template("extract_system.txt").substitute().strip()
-        self._turn = template("extract_turn.txt")
 
     def extract(
         self, session: SessionRecord, name: str | None, noops: list[Operation]
@@ -112,15 +205,19 @@ class FactExtractor:
         """Facts from each user turn of the session, in order; what the checks
         refuse goes to `noops` with the reason."""
         out: list[Candidate] = []
-        msgs = session.messages
-        for i, msg in enumerate(msgs):
+        for i, msg in enumerate(session.messages):
             if msg.role != "user":
                 continue
-            before = msgs[i - 1] if i > 0 and msgs[i - 1].role != "user" else None
-            subject = msg.name or name or UNNAMED
-            said = annotate(" ".join(msg.content.split()), msg.timestamp or session.timestamp)
-            for fact in self._ask(session, said, before, subject):
-                reason = self._refusal(fact, subject, said, before)
+            asked = turn_prompt(session, i, name, assistant_words=self.assistant_words)
+            reply = self.llm.complete_json(
+                asked.messages,
+                SCHEMA,
+                purpose="extract",
+                max_tokens=self.max_tokens,
+                check=FactsReply.model_validate,  # another shape is a failed call, not "no facts"
+            )
+            for fact in reply_facts(reply, asked.subject):
+                reason = refusal(fact, asked.subject, asked.said, asked.before)
                 if reason is None:
                     out.append(Candidate(fact, i))
                 else:
@@ -128,65 +225,3 @@ class FactExtractor:
             if name is None and msg.name is None:
                 name = name_in([c.content for c in out]) or name
         return out
-
-    def _ask(
-        self, session: SessionRecord, said: str, before: Message | None, subject: str
-    ) -> list[str]:
-        context = ""
-        if before is not None:
-            earlier = shorten(" ".join(before.content.split()), self.assistant_words)
-            context = f"{before.name or before.role.capitalize()} (before): {earlier}"
-        who = (
-            f'The person\'s name is not known: call them "{UNNAMED}".'
-            if subject == UNNAMED
-            else f"The person is called {subject}."
-        )
-        prompt = self._turn.substitute(
-            date=human_date(session.timestamp),
-            who=who,
-            context=context,
-            subject=subject,
-            message=said,
-        )
-        reply = self.llm.complete_json(
-            [{"role": "system", "content": self._system}, {"role": "user", "content": prompt}],
-            SCHEMA,
-            purpose="extract",
-            max_tokens=self.max_tokens,
-            check=FactsReply.model_validate,  # another shape is a failed call, not "no facts"
-        )
-        facts = reply.get("facts")
-        seen: set[str] = set()
-        out: list[str] = []
-        for item in facts if isinstance(facts, list) else []:
-            text = " ".join(str(item).split())
-            for piece in split_facts(text) if text else []:
-                piece = name_subject(piece, subject)
-                key = piece.lower().rstrip(".")
-                if key in seen:  # a repeating reply: its first copy is enough
-                    continue
-                seen.add(key)
-                out.append(piece)
-        return out[:MAX_FACTS]
-
-    @staticmethod
-    def _refusal(fact: str, subject: str, said: str, before: Message | None) -> str | None:
-        if len(fact) > MAX_MEMORY_CHARS:
-            return "fact too long"
-        if len(fact.split()) < 3:
-            return "fragment, not a fact"
-        if first_person(fact):
-            return "first person: the user's words, not a fact about them"
-        names = {stem(w.lower()) for w in words(subject)} - {"the"} | {"user"}
-        if not {stem(w.lower()) for w in words(fact)} & names:
-            return "does not name the person"
-        content = {stem(t) for t in terms(fact, limit=64)} - names - {stem(w) for w in _FREE}
-        if not content:
-            return "says nothing about the person"
-        own = {stem(t) for t in terms(said, limit=100_000)}
-        heard = {stem(t) for t in terms(before.content, limit=100_000)} if before else set()
-        if len(content & (own | heard)) / len(content) < GROUNDED:
-            return "not grounded in the conversation"
-        if len(content & own) / len(content) < OWN_WORDS:
-            return "the assistant's words, not the person's"
-        return None
