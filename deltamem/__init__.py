@@ -6,6 +6,7 @@ from deltamem.client import Client, Job, ServiceError
 from deltamem.llm.factory import LLMConfig
 from deltamem.manager.agent import ManagerConfig
 from deltamem.memory import InvalidSession, Memory, SessionFailed
+from deltamem.provenance import InvalidEdit
 from deltamem.types import (
     AddResult,
     HistoryEntry,
@@ -14,6 +15,8 @@ from deltamem.types import (
     Operation,
     SearchFilters,
     SearchHit,
+    SessionRecord,
+    Version,
 )
 
 __all__ = [
@@ -23,6 +26,7 @@ __all__ = [
     "AsyncMemory",
     "Client",
     "HistoryEntry",
+    "InvalidEdit",
     "InvalidSession",
     "Job",
     "LLMConfig",
@@ -35,5 +39,7 @@ __all__ = [
     "SearchHit",
     "ServiceError",
     "SessionFailed",
+    "SessionRecord",
+    "Version",
 ]
 __version__ = "0.1.0"

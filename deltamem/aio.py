@@ -26,7 +26,9 @@ import httpx
 
 from deltamem.answer import Answer
 from deltamem.client import FINISHED, Call, Calls, Job, job_result
+from deltamem.llm.base import CallRecord
 from deltamem.memory import Memory
+from deltamem.provenance import PERSON
 from deltamem.retrieval.hybrid import Tiers
 from deltamem.types import (
     AddResult,
@@ -36,6 +38,9 @@ from deltamem.types import (
     Operation,
     SearchFilters,
     SearchHit,
+    SessionRecord,
+    SessionStatus,
+    Version,
 )
 
 __all__ = ["AsyncClient", "AsyncMemory"]
@@ -106,8 +111,11 @@ class AsyncMemory:
         async with self._writing(user_id):
             return await self._run(self.memory.replay, user_id, agent_id)
 
-    async def delete(self, memory_id: str) -> bool:
-        return await self._run(self.memory.delete, memory_id)
+    async def delete(self, memory_id: str, *, actor: str = "api") -> bool:
+        return await self._run(self.memory.delete, memory_id, actor=actor)
+
+    async def edit(self, memory_id: str, content: str, *, actor: str = PERSON) -> MemoryItem | None:
+        return await self._run(self.memory.edit, memory_id, content, actor=actor)
 
     async def reset(self, user_id: str, agent_id: str | None = None) -> int:
         async with self._writing(user_id):
@@ -183,6 +191,29 @@ class AsyncMemory:
         return await self._run(
             self.memory.session_operations, session_id, user_id=user_id, agent_id=agent_id
         )
+
+    async def timeline(self, memory_id: str) -> list[Version]:
+        return await self._run(self.memory.timeline, memory_id)
+
+    async def session(
+        self, session_id: str, *, user_id: str, agent_id: str | None = None
+    ) -> SessionRecord | None:
+        return await self._run(self.memory.session, session_id, user_id=user_id, agent_id=agent_id)
+
+    async def sessions(
+        self, user_id: str | None = None, status: SessionStatus | None = None
+    ) -> list[SessionRecord]:
+        return await self._run(self.memory.sessions, user_id, status)
+
+    async def session_calls(
+        self, session_id: str, *, user_id: str, agent_id: str | None = None
+    ) -> list[CallRecord]:
+        return await self._run(
+            self.memory.session_calls, session_id, user_id=user_id, agent_id=agent_id
+        )
+
+    async def users(self, prefix: str = "") -> list[str]:
+        return await self._run(self.memory.users, prefix)
 
     async def close(self) -> None:
         await self._run(self.memory.close)
@@ -289,8 +320,11 @@ class AsyncClient:
         jobs = await self._send(Calls.replay(user_id, agent_id))
         return [await self.wait(j) for j in jobs] if wait else jobs
 
-    async def delete(self, memory_id: str) -> bool:
-        return await self._send(Calls.delete(memory_id))
+    async def delete(self, memory_id: str, *, actor: str = "api") -> bool:
+        return await self._send(Calls.delete(memory_id, actor))
+
+    async def edit(self, memory_id: str, content: str, *, actor: str = PERSON) -> MemoryItem | None:
+        return await self._send(Calls.edit(memory_id, content, actor))
 
     async def reset(self, user_id: str, agent_id: str | None = None) -> int:
         return await self._send(Calls.reset(user_id, agent_id))
@@ -345,6 +379,27 @@ class AsyncClient:
         self, session_id: str, *, user_id: str, agent_id: str | None = None
     ) -> list[Operation]:
         return await self._send(Calls.session_operations(session_id, user_id, agent_id))
+
+    async def timeline(self, memory_id: str) -> list[Version]:
+        return await self._send(Calls.timeline(memory_id))
+
+    async def session(
+        self, session_id: str, *, user_id: str, agent_id: str | None = None
+    ) -> SessionRecord | None:
+        return await self._send(Calls.session(session_id, user_id, agent_id))
+
+    async def sessions(
+        self, user_id: str | None = None, status: SessionStatus | None = None
+    ) -> list[SessionRecord]:
+        return await self._send(Calls.sessions(user_id, status))
+
+    async def session_calls(
+        self, session_id: str, *, user_id: str, agent_id: str | None = None
+    ) -> list[CallRecord]:
+        return await self._send(Calls.session_calls(session_id, user_id, agent_id))
+
+    async def users(self, prefix: str = "") -> list[str]:
+        return await self._send(Calls.users(prefix))
 
     async def close(self) -> None:
         await self._http.aclose()

@@ -29,9 +29,11 @@ import httpx
 from pydantic_core import to_jsonable_python
 
 from deltamem.answer import Answer
-from deltamem.llm.base import LLMError
+from deltamem.llm.base import CallRecord, LLMError
 from deltamem.memory import InvalidSession, SessionFailed
+from deltamem.provenance import PERSON, InvalidEdit
 from deltamem.retrieval.hybrid import Tiers
+from deltamem.server.schemas import CallOut
 from deltamem.server.schemas import JobOut as Job
 from deltamem.server.scope import job_id
 from deltamem.store.base import SessionConflict
@@ -43,6 +45,9 @@ from deltamem.types import (
     Operation,
     SearchFilters,
     SearchHit,
+    SessionRecord,
+    SessionStatus,
+    Version,
 )
 
 __all__ = ["Client", "Job", "NotFound", "ServiceError", "Unauthorized"]
@@ -254,9 +259,68 @@ class Calls:
         return Call("GET", f"/v1/memories/{_q(memory_id)}/history", read, if_missing=list)
 
     @staticmethod
-    def delete(memory_id: str) -> Call[bool]:
+    def delete(memory_id: str, actor: str) -> Call[bool]:
         path = f"/v1/memories/{_q(memory_id)}"
-        return Call("DELETE", path, lambda _: True, if_missing=lambda: False)
+        params = {"actor": actor}
+        return Call("DELETE", path, lambda _: True, params=params, if_missing=lambda: False)
+
+    @staticmethod
+    def timeline(memory_id: str) -> Call[list[Version]]:
+        def read(b: Any) -> list[Version]:
+            return [Version(memory_id=memory_id, **row) for row in b["timeline"]]
+
+        return Call("GET", f"/v1/memories/{_q(memory_id)}/timeline", read, if_missing=list)
+
+    @staticmethod
+    def edit(memory_id: str, content: str, actor: str) -> Call[MemoryItem | None]:
+        return Call(
+            "PATCH",
+            f"/v1/memories/{_q(memory_id)}",
+            MemoryItem.model_validate,
+            body={"content": content, "actor": actor},
+            if_missing=lambda: None,
+            invalid=InvalidEdit,
+        )
+
+    @staticmethod
+    def session(session_id: str, user_id: str, agent_id: str | None) -> Call[SessionRecord | None]:
+        return Call(
+            "GET",
+            f"/v1/sessions/{_q(session_id)}",
+            SessionRecord.model_validate,
+            params=_plain({"user_id": user_id, "agent_id": agent_id}),
+            if_missing=lambda: None,
+        )
+
+    @staticmethod
+    def sessions(user_id: str | None, status: SessionStatus | None) -> Call[list[SessionRecord]]:
+        return Call(
+            "GET",
+            "/v1/sessions",
+            lambda b: [SessionRecord.model_validate(r) for r in b["sessions"]],
+            params=_plain({"user_id": user_id, "status": status}),
+            if_missing=list,
+        )
+
+    @staticmethod
+    def session_calls(
+        session_id: str, user_id: str, agent_id: str | None
+    ) -> Call[list[CallRecord]]:
+        def read(b: Any) -> list[CallRecord]:
+            return [CallRecord(**CallOut.model_validate(c).model_dump()) for c in b["calls"]]
+
+        return Call(
+            "GET",
+            f"/v1/sessions/{_q(session_id)}/calls",
+            read,
+            params=_plain({"user_id": user_id, "agent_id": agent_id}),
+            if_missing=list,
+        )
+
+    @staticmethod
+    def users(prefix: str) -> Call[list[str]]:
+        params = {"prefix": prefix} if prefix else None
+        return Call("GET", "/v1/users", lambda b: list(b["users"]), params=params)
 
     @staticmethod
     def reset(user_id: str, agent_id: str | None) -> Call[int]:
@@ -402,8 +466,15 @@ class Client:
         jobs = self._send(Calls.replay(user_id, agent_id))
         return [self.wait(j) for j in jobs] if wait else jobs
 
-    def delete(self, memory_id: str) -> bool:
-        return self._send(Calls.delete(memory_id))
+    def delete(self, memory_id: str, *, actor: str = "api") -> bool:
+        """Delete a memory (kept in its history, with `actor`: "api" or "person")."""
+        return self._send(Calls.delete(memory_id, actor))
+
+    def edit(self, memory_id: str, content: str, *, actor: str = PERSON) -> MemoryItem | None:
+        """Correct a memory by hand: a new version, recorded as an update by `actor`
+        ("person" or "api"). None if there is no such memory; InvalidEdit for
+        unusable text."""
+        return self._send(Calls.edit(memory_id, content, actor))
 
     def reset(self, user_id: str, agent_id: str | None = None) -> int:
         return self._send(Calls.reset(user_id, agent_id))
@@ -456,6 +527,34 @@ class Client:
         self, session_id: str, *, user_id: str, agent_id: str | None = None
     ) -> list[Operation]:
         return self._send(Calls.session_operations(session_id, user_id, agent_id))
+
+    def timeline(self, memory_id: str) -> list[Version]:
+        """Every version of a memory, oldest first, with the session and turns behind
+        each; empty for an unknown id (or another tenant's)."""
+        return self._send(Calls.timeline(memory_id))
+
+    def session(
+        self, session_id: str, *, user_id: str, agent_id: str | None = None
+    ) -> SessionRecord | None:
+        """A logged session: its messages, status, error and tries (`seq` is 0: the
+        service does not show the store's arrival counter)."""
+        return self._send(Calls.session(session_id, user_id, agent_id))
+
+    def sessions(
+        self, user_id: str | None = None, status: SessionStatus | None = None
+    ) -> list[SessionRecord]:
+        """The session log in arrival order: one user's, or every user's of the tenant."""
+        return self._send(Calls.sessions(user_id, status))
+
+    def session_calls(
+        self, session_id: str, *, user_id: str, agent_id: str | None = None
+    ) -> list[CallRecord]:
+        """The LLM calls made for a session, every try of it, with their raw replies."""
+        return self._send(Calls.session_calls(session_id, user_id, agent_id))
+
+    def users(self, prefix: str = "") -> list[str]:
+        """The ids of the tenant's users (those starting with `prefix`)."""
+        return self._send(Calls.users(prefix))
 
     def close(self) -> None:
         self._http.close()

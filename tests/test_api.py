@@ -560,6 +560,84 @@ def test_reset_forgets_a_user_of_the_tenant_only(api: tuple[TestClient, Memory])
     assert len(mem.store.list_sessions(internal_user("a", "u"))) == 1
 
 
+def test_inspect_routes_edit_timeline_sessions_calls_users(api: tuple[TestClient, Memory]) -> None:
+    client, mem = api
+    for key, h in (("a", HA), ("b", HB)):
+        j = client.post("/v1/sessions", json=session("u", f"w{key}", sid="s1"), headers=h).json()
+        wait_job(client, j["job_id"], h)
+    [fact] = client.get("/v1/memories", params={"user_id": "u"}, headers=HA).json()["memories"]
+    mid = fact["id"]
+
+    r = client.patch(f"/v1/memories/{mid}", json={"content": " The codeword is x. "}, headers=HA)
+    assert r.status_code == 200, r.text
+    assert (r.json()["content"], r.json()["version"], r.json()["user_id"]) == (
+        "The codeword is x.",
+        2,
+        "u",
+    )
+    # unusable text, an actor the API may not write, unknown fields: 422, nothing changed
+    history = mem.history(mid)
+    for body in (
+        {"content": "   "},
+        {"content": "x" * 501},
+        {"content": "ok", "actor": "manager"},
+        {"content": "ok", "extra": 1},
+        {},
+    ):
+        is_problem(client.patch(f"/v1/memories/{mid}", json=body, headers=HA), 422)
+    assert (
+        is_problem(client.patch(f"/v1/memories/{mid}", json={"content": " "}, headers=HA), 422)[
+            "title"
+        ]
+        == "Invalid edit"
+    )
+    is_problem(client.delete(f"/v1/memories/{mid}", params={"actor": "manager"}, headers=HA), 422)
+    assert mem.history(mid) == history
+
+    r = client.get(f"/v1/memories/{mid}/timeline", params={"user_id": "u"}, headers=HA)
+    assert r.status_code == 200
+    rows = r.json()["timeline"]
+    assert [(v["op"], v["actor"], v["session_id"], v["turns"]) for v in rows] == [
+        ("add", "manager", "s1", [0]),
+        ("update", "person", None, []),
+    ]
+    assert {v["user_id"] for v in rows} == {"u"}  # the caller's id, never the store's
+    is_problem(client.get(f"/v1/memories/{mid}/timeline", params={"user_id": "v"}, headers=HA), 404)
+
+    r = client.get("/v1/sessions/s1", params={"user_id": "u"}, headers=HA)
+    assert r.status_code == 200
+    assert (r.json()["user_id"], r.json()["status"], "seq" in r.json()) == ("u", "applied", False)
+    assert "codeword=wa" in r.text and "codeword=wb" not in r.text
+    is_problem(client.get("/v1/sessions/s2", params={"user_id": "u"}, headers=HA), 404)
+    is_problem(client.get("/v1/sessions/s1", headers=HA), 422)  # the user is required
+
+    r = client.get("/v1/sessions", params={"user_id": "u", "status": "applied"}, headers=HA)
+    assert [x["session_id"] for x in r.json()["sessions"]] == ["s1"] and r.json()["count"] == 1
+    r = client.get("/v1/sessions", params={"user_id": "u", "status": "failed"}, headers=HA)
+    assert r.status_code == 200 and r.json()["sessions"] == []
+    is_problem(client.get("/v1/sessions", params={"user_id": "nobody"}, headers=HA), 404)
+    is_problem(client.get("/v1/sessions", params={"status": "lost"}, headers=HA), 422)
+    r = client.get("/v1/sessions", headers=HB)
+    assert [(x["user_id"], x["session_id"]) for x in r.json()["sessions"]] == [("u", "s1")]
+
+    r = client.get("/v1/sessions/s1/calls", params={"user_id": "u"}, headers=HA)
+    calls = r.json()["calls"]
+    assert r.status_code == 200 and calls and {c["user_id"] for c in calls} == {"u"}
+    assert all("codeword is wa" in c["reply"] for c in calls)
+
+    assert client.get("/v1/users", headers=HA).json() == {"count": 1, "users": ["u"]}
+    assert client.get("/v1/users", params={"prefix": "v"}, headers=HA).json()["users"] == []
+    # a prefix cannot reach out of the tenant
+    assert client.get("/v1/users", params={"prefix": "../b:"}, headers=HA).json()["users"] == []
+
+    r = client.delete(f"/v1/memories/{mid}", params={"actor": "person"}, headers=HA)
+    assert r.status_code == 204
+    assert [(h.op, h.actor) for h in mem.history(mid)][-1] == ("delete", "person")
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/v1/users", "/v1/sessions", "/v1/sessions/{session_id}/calls"} <= set(paths)
+    assert "patch" in paths["/v1/memories/{memory_id}"]
+
+
 def test_replay_rebuilds_a_users_memory(api: tuple[TestClient, Memory]) -> None:
     client, mem = api
     for i, w in enumerate(["red", "green"]):

@@ -15,17 +15,31 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any, TypeVar
 
 import anyio
-from fastapi import Depends, FastAPI, Path, Query, Request, Response
-from fastapi.security import APIKeyHeader, HTTPBearer
-from pydantic import AfterValidator, ValidationError
+from fastapi import FastAPI, Query, Response
+from pydantic import ValidationError
 
 import deltamem
 from deltamem.memory import Memory
 from deltamem.server import scope
 from deltamem.server.config import DEFAULT_MAX_BODY_BYTES, WorkerSettings, validate_keys
 from deltamem.server.lease import LeaseBusy
+from deltamem.server.params import (
+    AgentQuery,
+    MemoryPath,
+    OptUserQuery,
+    SessionPath,
+    SessionQuery,
+    Tenant,
+    UserPath,
+    UserQuery,
+    check_history_owner,
+    owned,
+)
+from deltamem.server.params import internal as _internal
 from deltamem.server.problems import ApiError, ApiKeyAuth, BodyLimit, install_handlers
+from deltamem.server.routes_inspect import add_inspect_routes
 from deltamem.server.schemas import (
+    Actor,
     AnswerIn,
     AnswerOut,
     Health,
@@ -47,52 +61,9 @@ from deltamem.server.schemas import (
 )
 from deltamem.server.worker import Worker
 from deltamem.timeparse import parse_time
-from deltamem.types import MemoryItem, MemoryType, SearchFilters, SessionRecord
+from deltamem.types import MemoryType, SearchFilters, SessionRecord
 
 T = TypeVar("T")
-
-# Declared for the OpenAPI spec; the check itself is the ApiKeyAuth middleware,
-# which runs before the body is read.
-_bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer API_KEY")
-_api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="X-API-Key: API_KEY")
-
-
-def _tenant(
-    request: Request,
-    _b: Annotated[Any, Depends(_bearer)] = None,
-    _k: Annotated[Any, Depends(_api_key)] = None,
-) -> str:
-    tenant = getattr(request.state, "tenant", None)
-    if tenant is None:  # only reachable if the middleware is bypassed
-        raise ApiError(401, "an API key is required")
-    return tenant
-
-
-Tenant = Annotated[str, Depends(_tenant)]
-
-
-def _id(what: str) -> AfterValidator:
-    """Ids in paths and queries follow the grammar of `deltamem.ids` (422 otherwise):
-    every id a write accepts is one these routes can be given back."""
-    return AfterValidator(lambda v: v if v is None else scope.check_id(v, what))
-
-
-_ID = {"min_length": 1, "max_length": scope.MAX_ID_CHARS}
-UserQuery = Annotated[str, Query(**_ID, description="the user's id"), _id("user_id")]
-OptUserQuery = Annotated[
-    str | None,
-    Query(**_ID, description="if given, the memory must be this user's"),
-    _id("user_id"),
-]
-AgentQuery = Annotated[str | None, Query(**_ID), _id("agent_id")]
-SessionQuery = Annotated[str | None, Query(**_ID), _id("session_id")]
-UserPath = Annotated[str, Path(**_ID, description="the user's id"), _id("user_id")]
-SessionPath = Annotated[str, Path(**_ID), _id("session_id")]
-MemoryPath = Annotated[str, Path(**_ID), _id("memory_id")]
-
-
-def _internal(tenant: str, user_id: str) -> str:
-    return scope.internal_user(tenant, user_id)
 
 
 def create_app(
@@ -150,13 +121,6 @@ def create_app(
         return await anyio.to_thread.run_sync(
             lambda: fn(*args, **kwargs), limiter=limits.get("llm")
         )
-
-    def owned(
-        mem: MemoryItem | None, tenant: str, user_id: str | None, memory_id: str
-    ) -> MemoryItem:
-        if mem is None or not scope.owned_by(mem.user_id, tenant, user_id):
-            raise ApiError(404, f"no memory {memory_id!r}")
-        return mem
 
     def filters_of(**given: Any) -> SearchFilters | None:
         given = {k: v for k, v in given.items() if v is not None}
@@ -355,13 +319,19 @@ def create_app(
 
     @app.delete("/v1/memories/{memory_id}", status_code=204, tags=["memories"])
     async def delete_memory(
-        memory_id: MemoryPath, tenant: Tenant, user_id: OptUserQuery = None
+        memory_id: MemoryPath,
+        tenant: Tenant,
+        user_id: OptUserQuery = None,
+        actor: Annotated[
+            Actor, Query(description="who deletes it, as its history will say")
+        ] = "api",
     ) -> Response:
-        """Delete a memory (the deletion is kept in its history)."""
+        """Delete a memory (the deletion is kept in its history, with `actor`: "api"
+        for the application, "person" for a delete made by hand)."""
 
         def delete() -> bool:
             owned(memory.get(memory_id), tenant, user_id, memory_id)
-            return memory.delete(memory_id)
+            return memory.delete(memory_id, actor=actor)
 
         if not await run(delete):
             raise ApiError(404, f"no memory {memory_id!r}")
@@ -375,12 +345,7 @@ def create_app(
 
         def history() -> HistoryOut:
             entries = memory.history(memory_id)
-            owner = next((e.user_id for e in entries if e.user_id), None)
-            if owner is None:  # a store that does not say whose history it is
-                mem = memory.get(memory_id)
-                owner = mem.user_id if mem is not None else None
-            if not entries or owner is None or not scope.owned_by(owner, tenant, user_id):
-                raise ApiError(404, f"no memory {memory_id!r}")
+            check_history_owner(memory, entries, tenant, user_id, memory_id)
             return HistoryOut.of(memory_id, entries)
 
         return await run(history)
@@ -423,6 +388,8 @@ def create_app(
         return AnswerOut(
             question=body.question, answer=ans.text, memories=[HitOut.of(h) for h in ans.memories]
         )
+
+    add_inspect_routes(app, memory)
 
     if ui:
         from deltamem.server.ui import mount_ui

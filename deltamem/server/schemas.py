@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from deltamem.llm.base import CallRecord
 from deltamem.memory import MAX_SESSION_MESSAGES
 from deltamem.server.scope import check_id, external_user
 from deltamem.types import (
@@ -19,8 +20,12 @@ from deltamem.types import (
     HistoryEntry,
     MemoryItem,
     MemoryType,
+    Message,
     Operation,
     SearchHit,
+    SessionRecord,
+    SessionStatus,
+    Version,
 )
 
 
@@ -126,6 +131,25 @@ class ReplayIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     agent_id: AgentId | None = None
+
+
+# who a hand edit or delete is recorded as: the application, or a person (by hand);
+# "manager" is the LLM's alone, so the API cannot write it
+Actor = Literal["api", "person"]
+
+
+class EditIn(BaseModel):
+    """A hand correction of a memory: a new version, kept in its history."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"example": {"content": "Martin works at Brightloop as a UX lead."}},
+    )
+
+    # the memory's own limit (500 characters, after stripping) is checked by
+    # `Memory.edit`: 422 "Invalid edit"; this bound only keeps bodies small
+    content: Annotated[Text, Field(min_length=1, max_length=MAX_MESSAGE_CHARS)]
+    actor: Actor = Field("person", description="who made the edit, as its history will say")
 
 
 # --- responses -------------------------------------------------------------------------
@@ -265,3 +289,87 @@ class Health(BaseModel):
     status: Literal["ok"] = "ok"
     version: str
     worker: dict[str, Any]
+
+
+class VersionOut(HistoryRow):
+    """One version of a memory's timeline, with the session and turns it came from."""
+
+    user_id: str | None = None
+    agent_id: str | None = None
+    turns: list[int] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, v: Version) -> VersionOut:
+        data = v.model_dump(include=set(cls.model_fields))
+        if v.user_id is not None:
+            data["user_id"] = external_user(v.user_id)[1]
+        return cls.model_validate(data)
+
+
+class TimelineOut(BaseModel):
+    memory_id: str
+    timeline: list[VersionOut]
+
+
+class SessionOut(BaseModel):
+    """A session of the log: its messages, status, error and tries. (The store's
+    arrival counter is not shown: it counts every tenant's sessions.)"""
+
+    user_id: str
+    agent_id: str | None = None
+    session_id: str
+    timestamp: datetime
+    messages: list[Message]
+    content_hash: str
+    status: SessionStatus
+    error: str | None = None
+    attempts: int = 0
+
+    @classmethod
+    def of(cls, rec: SessionRecord) -> SessionOut:
+        data = rec.model_dump(include=set(cls.model_fields))
+        data["user_id"] = external_user(rec.user_id)[1]
+        return cls.model_validate(data)
+
+
+class SessionList(BaseModel):
+    user_id: str | None = None
+    count: int
+    sessions: list[SessionOut]
+
+
+class CallOut(BaseModel):
+    """One LLM call made for a session, with the model's raw reply."""
+
+    purpose: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    seconds: float
+    ok: bool
+    error: str | None = None
+    at: datetime
+    reply: str | None = None
+    user_id: str | None = None
+    session_id: str | None = None
+    agent_id: str | None = None
+
+    @classmethod
+    def of(cls, call: CallRecord) -> CallOut:
+        data = {name: getattr(call, name) for name in cls.model_fields}
+        if call.user_id is not None:
+            data["user_id"] = external_user(call.user_id)[1]
+        return cls.model_validate(data)
+
+
+class CallList(BaseModel):
+    session_id: str
+    user_id: str
+    agent_id: str | None = None
+    calls: list[CallOut]
+
+
+class UserList(BaseModel):
+    count: int
+    users: list[str]
