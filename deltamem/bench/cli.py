@@ -16,14 +16,15 @@ metrics land in OUT/metrics.json and tables and charts in OUT/report.html.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+
+from deltamem.cli.render import progress_bars
 
 if TYPE_CHECKING:
     from deltamem.embed import Embedder
@@ -88,25 +89,6 @@ def _systems(spec: str) -> list[str]:
             f"choose from {', '.join(SYSTEMS)}"
         )
     return names
-
-
-@contextmanager
-def _progress() -> Iterator[Callable[[str, int], None]]:
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=console,
-        transient=False,
-    ) as bar:
-        tasks: dict[str, TaskID] = {}
-
-        def advance(what: str, n: int) -> None:
-            if what not in tasks:
-                tasks[what] = bar.add_task(what, total=None)
-            bar.advance(tasks[what], n)
-
-        yield advance
 
 
 @contextmanager
@@ -209,7 +191,7 @@ def halumem(
     from deltamem.bench.halumem import HaluMemRun, run_halumem, write_metrics
 
     names, emb, model = _setup(systems, embedder, llm, timeout, out, adapter)
-    with _own(out), _progress() as advance:
+    with _own(out), progress_bars() as advance:
         run = HaluMemRun(
             data=data,
             out=out,
@@ -259,7 +241,7 @@ def locomo(
 
     names, emb, model = _setup(systems, embedder, llm, timeout, out, adapter)
     judge_llm = _judge_llm(judge, llm, model, timeout, out, adapter)
-    with _own(out), _progress() as advance:
+    with _own(out), progress_bars() as advance:
         run = LocomoRun(
             data=data,
             out=out,
@@ -317,7 +299,7 @@ def membench(
     from deltamem.bench.membench import MemBenchRun, run_membench
 
     names, emb, model = _setup(systems, embedder, llm, timeout, out, adapter)
-    with _own(out), _progress() as advance:
+    with _own(out), progress_bars() as advance:
         run = MemBenchRun(
             data=data,
             out=out,
@@ -365,7 +347,7 @@ def longmemeval(
 
     names, emb, model = _setup(systems, embedder, llm, timeout, out, adapter)
     judge_llm = _judge_llm(judge, llm, model, timeout, out, adapter)
-    with _own(out), _progress() as advance:
+    with _own(out), progress_bars() as advance:
         run = LongMemEvalRun(
             data=data,
             out=out,
@@ -414,7 +396,7 @@ def personamem(
     from deltamem.bench.personamem import PersonaMemRun, run_personamem
 
     names, emb, model = _setup(systems, embedder, llm, timeout, out, adapter)
-    with _own(out), _progress() as advance:
+    with _own(out), progress_bars() as advance:
         run = PersonaMemRun(
             questions=questions,
             contexts=contexts,
@@ -492,7 +474,7 @@ def agreement(
         raise typer.BadParameter(f"unknown judge(s) {unknown}; choose from {', '.join(JUDGES)}")
     model = make_llm(judge, timeout=timeout)
     try:
-        with _own(out), _progress() as advance:
+        with _own(out), progress_bars() as advance:
             report = run_agreement(
                 labels,
                 model,

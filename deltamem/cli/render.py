@@ -8,18 +8,44 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, NoReturn
 
 import typer
 from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
 from deltamem.types import MemoryItem, Operation
 
 out = Console()
 err = Console(stderr=True)
+
+
+@contextmanager
+def progress_bars(
+    totals: Mapping[str, int] | None = None,
+) -> Iterator[Callable[[str, int], None]]:
+    """A bar per kind of work ("sessions", "questions"), made when it first
+    advances, on stderr; `totals` gives the kinds whose size is known."""
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=err,
+        transient=False,
+    ) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def advance(what: str, n: int) -> None:
+            if what not in tasks:
+                tasks[what] = bar.add_task(what, total=(totals or {}).get(what))
+            bar.advance(tasks[what], n)
+
+        yield advance
 
 
 def emit_json(value: Any) -> None:

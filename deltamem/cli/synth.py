@@ -4,37 +4,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 from deltamem.cli.options import OPTS
+from deltamem.cli.render import progress_bars
 
 console = Console(stderr=True)
-
-
-@contextmanager
-def _progress(totals: dict[str, int]) -> Iterator[Callable[[str, int], None]]:
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=console,
-        transient=False,
-    ) as bar:
-        tasks: dict[str, TaskID] = {}
-
-        def advance(what: str, n: int) -> None:
-            if what not in tasks:
-                tasks[what] = bar.add_task(what, total=totals.get(what))
-            bar.advance(tasks[what], n)
-
-        yield advance
 
 
 def synth(
@@ -95,7 +74,7 @@ def synth(
     log_calls(model, out)
     totals = {"personas": personas, "sessions": personas * (events + 1)}
     try:
-        with _progress(totals) as advance:
+        with progress_bars(totals) as advance:
             report = synthesize(
                 model, pick(pool, personas), out, config, resume=resume, progress=advance
             )
