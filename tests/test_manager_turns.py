@@ -116,6 +116,16 @@ def test_a_fact_made_of_the_assistants_words_is_refused(embedder: Embedder, stor
     assert refused.note == "the assistant's words, not the person's"
 
 
+def test_an_answer_makes_the_assistants_question_the_persons(
+    embedder: Embedder, store: Store
+) -> None:
+    llm = ScriptedLLM([facts("The user has lived in Bergen for five years.")])
+    plan = manager(llm, embedder, store).plan(
+        rec([("assistant", "How long have you lived in Bergen?"), ("user", "Five years now.")])
+    )
+    assert [w.content for w in plan.writes] == ["The user has lived in Bergen for five years."]
+
+
 def test_a_repeating_reply_is_cut_to_distinct_facts(embedder: Embedder, store: Store) -> None:
     loop = ["The user is learning Portuguese."] * 18
     llm = ScriptedLLM([facts(*loop)])

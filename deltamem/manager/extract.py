@@ -32,9 +32,11 @@ from deltamem.types import MAX_MEMORY_CHARS, Message, Operation, SessionRecord
 
 MAX_FACTS = 6  # per user turn: the reply's cap, and what ends a repeating reply
 GROUNDED = 0.5  # share of a fact's content words that must occur in the turn
-# ... and in the person's own message alone: a fact made of the assistant's words
-# (its suggestions, its praise) is not something the person said of themselves
+# ... and in the person's own message alone, unless it answers the assistant's
+# question: a fact made of the assistant's words (its suggestions, its praise) is
+# not something the person said of themselves
 OWN_WORDS = 0.4
+OWN_WORDS_ANSWERING = 0.3
 UNNAMED = "The user"
 
 SCHEMA = {
@@ -188,7 +190,11 @@ def refusal(fact: str, subject: str, said: str, before: Message | None) -> str |
     heard = {stem(t) for t in terms(before.content, limit=100_000)} if before else set()
     if len(content & (own | heard)) / len(content) < GROUNDED:
         return "not grounded in the conversation"
-    if len(content & own) / len(content) < OWN_WORDS:
+    # an answer to the assistant's question makes the question's words the person's
+    # ("How long have you lived in Bergen?" "Five years now."); its suggestions and
+    # praise do not
+    answered = before is not None and "?" in before.content
+    if len(content & own) / len(content) < (OWN_WORDS_ANSWERING if answered else OWN_WORDS):
         return "the assistant's words, not the person's"
     return None
 
