@@ -12,7 +12,8 @@ from typing import Any
 from typer.testing import CliRunner
 
 from deltamem.bench.cli import app
-from deltamem.bench.report import bar_chart, line_chart, render, write_report
+from deltamem.bench.report import render, write_report
+from deltamem.bench.report_parts import bar_chart, line_chart
 
 
 def halumem_metrics() -> dict[str, Any]:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from deltamem.bench.metrics.common import mean
-from deltamem.bench.report import _cost_section, _get, bars, esc, lines, panels, table
+from deltamem.bench.report_parts import bars, cost_section, esc, get, lines, panels, table
 
 EXTRACTION = [
     ("recall", "recall"),
@@ -89,18 +89,18 @@ def _summary(metrics: dict[str, Any]) -> list[str]:
     rows = []
     for s in systems:
         m = metrics[s]
-        row: list[Any] = [s] + [_get(m, "extraction", k) for k, _ in EXTRACTION]
-        row += [_get(m, "update", k) for k, _ in CHO] + [_get(m, "qa", k) for k, _ in CHO]
+        row: list[Any] = [s] + [get(m, "extraction", k) for k, _ in EXTRACTION]
+        row += [get(m, "update", k) for k, _ in CHO] + [get(m, "qa", k) for k, _ in CHO]
         row += [
-            _get(m, "retrieval", "update_hit_at_10"),
-            _get(m, "retrieval", "qa_evidence_recall_at_20"),
-            _get(m, "retrieval", "qa_evidence_coverage_at_20"),
-            _get(m, "retrieval", "qa_answer_f1"),
-            _get(m, "retrieval", "errors"),
+            get(m, "retrieval", "update_hit_at_10"),
+            get(m, "retrieval", "qa_evidence_recall_at_20"),
+            get(m, "retrieval", "qa_evidence_coverage_at_20"),
+            get(m, "retrieval", "qa_answer_f1"),
+            get(m, "retrieval", "errors"),
         ]
         rows.append(row)
-    n_update = ", ".join(f"{s} {_get(metrics[s], 'update', 'n')}" for s in systems)
-    n_qa = ", ".join(f"{s} {_get(metrics[s], 'qa', 'n')}" for s in systems)
+    n_update = ", ".join(f"{s} {get(metrics[s], 'update', 'n')}" for s in systems)
+    n_qa = ", ".join(f"{s} {get(metrics[s], 'qa', 'n')}" for s in systems)
     return [
         "<h2>Summary</h2>",
         table(headers, rows),
@@ -116,19 +116,19 @@ def _tasks(metrics: dict[str, Any]) -> list[str]:
             bars(
                 "Memory extraction",
                 [label for _, label in EXTRACTION],
-                {s: [_get(metrics[s], "extraction", k) for k, _ in EXTRACTION] for s in systems},
+                {s: [get(metrics[s], "extraction", k) for k, _ in EXTRACTION] for s in systems},
                 ymax=1.0,
             ),
             bars(
                 "Memory updating",
                 ["correct", "hallucination", "omission"],
-                {s: [_get(metrics[s], "update", k) for k, _ in CHO] for s in systems},
+                {s: [get(metrics[s], "update", k) for k, _ in CHO] for s in systems},
                 ymax=1.0,
             ),
             bars(
                 "Question answering",
                 ["correct", "hallucination", "omission"],
-                {s: [_get(metrics[s], "qa", k) for k, _ in CHO] for s in systems},
+                {s: [get(metrics[s], "qa", k) for k, _ in CHO] for s in systems},
                 ymax=1.0,
             ),
         ]
@@ -138,7 +138,7 @@ def _tasks(metrics: dict[str, Any]) -> list[str]:
 
 def _by_type(metrics: dict[str, Any]) -> list[str]:
     systems = list(metrics)
-    types = sorted({t for s in systems for t in (_get(metrics[s], "qa", "by_type") or {})})
+    types = sorted({t for s in systems for t in (get(metrics[s], "qa", "by_type") or {})})
     out = ["<h2>QA by question type</h2>"]
     if not types:
         return [*out, '<p class="note">No questions.</p>']
@@ -147,14 +147,14 @@ def _by_type(metrics: dict[str, Any]) -> list[str]:
             bars(
                 f"QA {label} share by question type",
                 types,
-                {s: [_get(metrics[s], "qa", "by_type", t, key) for t in types] for s in systems},
+                {s: [get(metrics[s], "qa", "by_type", t, key) for t in types] for s in systems},
                 ymax=1.0,
             )
             for key, label in CHO
         ]
     )
     if not figures:
-        n = {t: _get(metrics[systems[0]], "qa", "by_type", t, "n") for t in types}
+        n = {t: get(metrics[systems[0]], "qa", "by_type", t, "n") for t in types}
         return [
             *out,
             '<p class="note">No QA verdicts (no judge ran): questions by type: '
@@ -167,8 +167,8 @@ def _by_type(metrics: dict[str, Any]) -> list[str]:
             ["question type"] + [f"{s} {c}" for s in systems for _, c in CHO] + ["n"],
             [
                 [t]
-                + [_get(metrics[s], "qa", "by_type", t, k) for s in systems for k, _ in CHO]
-                + [_get(metrics[systems[0]], "qa", "by_type", t, "n")]
+                + [get(metrics[s], "qa", "by_type", t, k) for s in systems for k, _ in CHO]
+                + [get(metrics[systems[0]], "qa", "by_type", t, "n")]
                 for t in types
             ],
         )
@@ -222,14 +222,14 @@ def _over_sessions(metrics: dict[str, Any], records: Sequence[Record]) -> list[s
 def _by_memory_type(metrics: dict[str, Any]) -> list[str]:
     systems = list(metrics)
     mtypes = sorted(
-        {t for s in systems for t in (_get(metrics[s], "extraction", "by_memory_type") or {})}
+        {t for s in systems for t in (get(metrics[s], "extraction", "by_memory_type") or {})}
     )
     if not mtypes:
         return []
     rows = [
         [t]
         + [
-            _get(metrics[s], "extraction", "by_memory_type", t, k)
+            get(metrics[s], "extraction", "by_memory_type", t, k)
             for s in systems
             for k in ("recall", "weighted_recall", "fmr")
         ]
@@ -246,5 +246,5 @@ def _by_memory_type(metrics: dict[str, Any]) -> list[str]:
 def halumem_body(metrics: dict[str, Any], records: Sequence[Record]) -> str:
     out = _summary(metrics) + _tasks(metrics) + _by_type(metrics)
     out += _over_sessions(metrics, records) + _by_memory_type(metrics)
-    out.append(_cost_section(metrics, records))
+    out.append(cost_section(metrics, records))
     return "\n".join(out)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from deltamem.bench.report import _cost_section, _get, bars, panels, table
+from deltamem.bench.report_parts import bars, cost_section, get, panels, table
 
 Record = dict[str, Any]
 
@@ -27,7 +27,7 @@ def by_chart(metrics: dict[str, Any], field: str, value: str, title: str) -> str
     return bars(
         title,
         groups,
-        {s: [_get(m, field, g, value) for g in groups] for s, m in metrics.items()},
+        {s: [get(m, field, g, value) for g in groups] for s, m in metrics.items()},
         ymax=1.0,
     )
 
@@ -40,8 +40,8 @@ def by_table(metrics: dict[str, Any], field: str, label: str, values: Sequence[s
     first = next(iter(metrics))
     rows = [
         [g]
-        + [_get(m, field, g, v) for m in metrics.values() for v in values]
-        + [_get(metrics[first], field, g, "n")]
+        + [get(m, field, g, v) for m in metrics.values() for v in values]
+        + [get(metrics[first], field, g, "n")]
         for g in groups
     ]
     return table(headers, rows)
@@ -57,11 +57,11 @@ def membench_body(metrics: dict[str, Any], records: Sequence[Record]) -> str:
         [
             s,
             m.get("accuracy"),
-            *(_get(m, "recall_at_k", k) for k in ks),
+            *(get(m, "recall_at_k", k) for k in ks),
             m.get("n"),
-            _get(m, "timing", "write_seconds_per_step"),
-            _get(m, "timing", "read_seconds_per_question"),
-            _get(m, "timing", "answer_seconds_per_question"),
+            get(m, "timing", "write_seconds_per_step"),
+            get(m, "timing", "read_seconds_per_question"),
+            get(m, "timing", "answer_seconds_per_question"),
             m.get("errors"),
         ]
         for s, m in metrics.items()
@@ -81,7 +81,7 @@ def membench_body(metrics: dict[str, Any], records: Sequence[Record]) -> str:
                 bars(
                     "Recall@k of the target steps",
                     [f"@{k}" for k in ks],
-                    {s: [_get(metrics[s], "recall_at_k", k) for k in ks] for s in systems},
+                    {s: [get(metrics[s], "recall_at_k", k) for k in ks] for s in systems},
                     ymax=1.0,
                 ),
             ]
@@ -123,7 +123,7 @@ def membench_body(metrics: dict[str, Any], records: Sequence[Record]) -> str:
                 ],
             )
         )
-    out.append(_cost_section(metrics, records))
+    out.append(cost_section(metrics, records))
     return "\n".join(out)
 
 
@@ -143,8 +143,8 @@ def longmemeval_body(metrics: dict[str, Any], records: Sequence[Record]) -> str:
         [
             s,
             *(m.get(k) for k, _ in LME),
-            _get(m, "abstention", "accuracy"),
-            _get(m, "abstention", "f1"),
+            get(m, "abstention", "accuracy"),
+            get(m, "abstention", "f1"),
             m.get("n"),
             m.get("errors"),
         ]
@@ -161,7 +161,7 @@ def longmemeval_body(metrics: dict[str, Any], records: Sequence[Record]) -> str:
         panels([by_chart(metrics, "by_type", k, f"{label} by question type") for k, label in LME])
     )
     out.append(by_table(metrics, "by_type", "question type", [k for k, _ in LME]))
-    out.append(_cost_section(metrics, records))
+    out.append(cost_section(metrics, records))
     return "\n".join(out)
 
 
@@ -172,8 +172,8 @@ def personamem_body(metrics: dict[str, Any], records: Sequence[Record]) -> str:
             s,
             m.get("accuracy"),
             m.get("n"),
-            _get(m, "timing", "read_seconds_per_question"),
-            _get(m, "timing", "answer_seconds_per_question"),
+            get(m, "timing", "read_seconds_per_question"),
+            get(m, "timing", "answer_seconds_per_question"),
             m.get("errors"),
         ]
         for s, m in metrics.items()
@@ -190,5 +190,5 @@ def personamem_body(metrics: dict[str, Any], records: Sequence[Record]) -> str:
         )
     )
     out.append(by_table(metrics, "by_type", "question type", ("accuracy",)))
-    out.append(_cost_section(metrics, records))
+    out.append(cost_section(metrics, records))
     return "\n".join(out)

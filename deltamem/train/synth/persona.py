@@ -5,14 +5,15 @@ versions were replaced (question evidence may quote them)."""
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from deltamem.bench.runner import tick
+from deltamem.bench.runner import Progress, tick
 from deltamem.llm.base import ChatMessage
 from deltamem.train.synth import render
-from deltamem.train.synth.cache import Cache
+from deltamem.train.synth.cache import Cache, Entry
 from deltamem.train.synth.checks import (
     Required,
     check_anchor,
@@ -24,7 +25,13 @@ from deltamem.train.synth.checks import (
     find_in,
     turn_range,
 )
-from deltamem.train.synth.data import Parse, PersonaResult, SessionResult, apply_ops
+from deltamem.train.synth.data import (
+    Parse,
+    PersonaResult,
+    SessionResult,
+    SynthConfig,
+    apply_ops,
+)
 from deltamem.train.synth.schemas import (
     PROFILE_SCHEMA,
     AnchorReply,
@@ -46,8 +53,25 @@ from deltamem.train.synth.schemas import (
     questions_schema,
 )
 
-if TYPE_CHECKING:
-    from deltamem.train.synth.pipeline import Synthesizer
+
+class Steps(Protocol):
+    """What a persona's walk needs of the pipeline (`pipeline.Synthesizer`): its
+    settings, where caches go, progress, and one step (generate, check,
+    regenerate, keep or drop)."""
+
+    config: SynthConfig
+    cache_dir: Path
+    progress: Progress | None
+
+    def step(
+        self,
+        cache: Cache,
+        key: str,
+        messages: list[ChatMessage],
+        schema: dict[str, Any],
+        parse: Parse,
+    ) -> Entry: ...
+
 
 INTRO_TITLE = "First conversation"
 
@@ -55,7 +79,7 @@ INTRO_TITLE = "First conversation"
 class PersonaRun:
     """The walk through one persona's steps, holding its memory state."""
 
-    def __init__(self, synth: Synthesizer, pid: str, seed: str) -> None:
+    def __init__(self, synth: Steps, pid: str, seed: str) -> None:
         self.s, self.cfg = synth, synth.config
         self.cache = Cache(synth.cache_dir / f"{pid}.jsonl")
         self.result = PersonaResult(pid, seed, planned=1 + self.cfg.events)
