@@ -52,9 +52,9 @@ _INTRODUCED = re.compile(
     r"\b(?:I['’]m|I am) ([A-Z][a-z'’-]+ [A-Z][\w'’-]+)\b"
     r"|\b(?:[Cc]all me|[Mm]y name['’]s) ([A-Z][\w'’-]+(?: [A-Z][\w'’-]+)?)\b"
 )
-# words a fact may add to what was said without inventing anything
 _SYSTEM = template("extract_system.txt").substitute().strip()
 _TURN = template("extract_turn.txt")
+# words a fact may add to what was said without inventing anything
 _FREE = frozenset(
     "user person name named called january february march april may june july august "
     "september october november december week weekend month year day date".split()
