@@ -126,6 +126,36 @@ def test_an_answer_makes_the_assistants_question_the_persons(
     assert [w.content for w in plan.writes] == ["The user has lived in Bergen for five years."]
 
 
+def test_a_fact_that_only_repeats_earlier_words_of_the_session_is_not_kept(
+    embedder: Embedder, store: Store
+) -> None:
+    llm = ScriptedLLM(
+        [
+            facts("The user wants to introduce wellness meetings for the team."),
+            facts(
+                "The user wants wellness for the team.",
+                "The user plans lunchtime walks with the team.",
+            ),
+        ]
+    )
+    plan = manager(llm, embedder, store).plan(
+        rec(
+            [
+                ("user", "I want to introduce wellness meetings for my team."),
+                ("assistant", "Great idea. How will you start?"),
+                ("user", "I want wellness for my team: lunchtime walks first."),
+            ]
+        )
+    )
+    assert [w.content for w in plan.writes] == [
+        "The user wants to introduce wellness meetings for the team.",
+        "The user plans lunchtime walks with the team.",
+    ]
+    (repeat,) = plan.noops
+    assert repeat.content == "The user wants wellness for the team."
+    assert repeat.note == "says nothing the person had not said earlier in the session"
+
+
 def test_a_repeating_reply_is_cut_to_distinct_facts(embedder: Embedder, store: Store) -> None:
     loop = ["The user is learning Portuguese."] * 18
     llm = ScriptedLLM([facts(*loop)])
