@@ -84,6 +84,13 @@ def grpo(
         bool, typer.Option(help="Less memory, slower backward (long prompts).")
     ] = False,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    split: Annotated[
+        str,
+        typer.Option(
+            help="Records to train on: all, or train (leaves out the sessions "
+            "`train eval --split heldout` scores)."
+        ),
+    ] = "all",
 ) -> None:
     """GRPO with LoRA on the manager's per-turn extraction prompts (the train extra).
 
@@ -94,6 +101,9 @@ def grpo(
     `deltamem train export OUT --out adapter.gguf`."""
     from deltamem.cli.options import OPTS
 
+    if split not in ("all", "train"):
+        console.print(f"[red]error:[/red] --split is 'all' or 'train', not {split!r}")
+        raise typer.Exit(2)
     try:
         from deltamem.train.grpo import GRPOSettings, train_grpo
     except ImportError as exc:  # pragma: no cover - depends on the install
@@ -121,6 +131,7 @@ def grpo(
         gradient_checkpointing=gradient_checkpointing,
         seed=seed,
         embedder=OPTS.embedder,
+        split="train" if split == "train" else "all",
     )
 
     def show(line: dict[str, object]) -> None:
@@ -149,6 +160,67 @@ def grpo(
         f"[bold]{result.steps}[/bold] steps on {result.examples} turns "
         f"({result.dropped_long} too long, {result.unattributed} operations in no turn), "
         f"mean reward {mean:.3f}, {result.seconds:.0f}s → {result.adapter}"
+    )
+
+
+@app.command("eval")
+def evaluate(
+    records: Annotated[
+        Path,
+        typer.Option("--records", exists=True, dir_okay=False, help="Training records JSONL."),
+    ],
+    out: Annotated[
+        Path, typer.Option("--out", help="One JSON line per scored turn; a rerun resumes.")
+    ] = Path("runs/train-eval.jsonl"),
+    split: Annotated[
+        str, typer.Option(help="Which records: heldout (default), train or all.")
+    ] = "heldout",
+    limit: Annotated[int | None, typer.Option(help="Score the first N turns only.")] = None,
+    skip_empty: Annotated[
+        bool, typer.Option(help="Leave out turns that state no fact (gold: no facts).")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """The GRPO reward of the manager's extraction on held-back records, measured on
+    the product's engine: `deltamem --adapter A.gguf train eval ...` against the same
+    command without --adapter shows what training changed. Uses the global --llm
+    (default: the embedded model) and --adapter."""
+    from deltamem.cli.options import OPTS
+    from deltamem.cli.render import emit_json, progress_bars
+    from deltamem.embed import make_embedder
+    from deltamem.llm.factory import make_llm
+    from deltamem.train.evaluate import evaluate as run_eval
+
+    if split not in ("heldout", "train", "all"):
+        console.print(f"[red]error:[/red] --split is heldout, train or all, not {split!r}")
+        raise typer.Exit(2)
+    llm = make_llm(OPTS.llm_config)
+    embedder = make_embedder(OPTS.embedder)
+    seen = 0
+    with progress_bars() as advance:
+
+        def on_turn(n: int, total: int) -> None:
+            nonlocal seen
+            advance("turns", n - seen)
+            seen = n
+
+        summary = run_eval(
+            records,
+            llm,
+            out,
+            embed=embedder.embed,
+            split=split,  # type: ignore[arg-type]
+            limit=limit,
+            skip_empty=skip_empty,
+            on_turn=on_turn,
+        )
+    if as_json:
+        emit_json(summary.as_dict())
+        return
+    console.print(
+        f"[bold]{summary.examples}[/bold] turns ({summary.failed} failed calls): mean reward "
+        f"{summary.reward:.3f} (format {summary.format:.3f}, retrieval {summary.retrieval:.3f}, "
+        f"r_trans {summary.r_trans:.3f}), {summary.seconds:.0f}s of model time → {out}"
     )
 
 

@@ -63,7 +63,7 @@ from deltamem.manager.extract import (
 )
 from deltamem.text import words
 from deltamem.train.distance import EmbedFn, keyword_in, reward, state_distance
-from deltamem.train.records import TrainingOp, TrainingRecord
+from deltamem.train.records import HELDOUT_SHARE, Split, TrainingOp, TrainingRecord, select
 from deltamem.types import Message, SessionRecord
 
 log = logging.getLogger(__name__)
@@ -342,6 +342,10 @@ class GRPOSettings:
     gradient_checkpointing: bool = False
     limit: int | None = None  # use the first N examples only
     skip_empty: bool = False  # leave out turns whose gold is "no facts"
+    # which records train: "train" leaves out the sessions `train eval --split heldout`
+    # scores (a stable hash of user and session id, `heldout_share` of them)
+    split: Split = "all"
+    heldout_share: float = HELDOUT_SHARE
 
 
 @dataclass
@@ -421,7 +425,8 @@ def train_grpo(
 
         embed = make_embedder(s.embedder).embed
 
-    made = turn_examples(load_records(s.records), assistant_words=s.assistant_words)
+    chosen = select(load_records(s.records), s.split, s.heldout_share)
+    made = turn_examples(chosen, assistant_words=s.assistant_words)
     examples = [e for e in made.examples if e.gold or not s.skip_empty]
     if s.limit is not None:
         examples = examples[: s.limit]

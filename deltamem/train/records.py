@@ -9,9 +9,10 @@ carried from session to session of a user.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -51,6 +52,27 @@ class TrainingRecord:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+Split = Literal["all", "train", "heldout"]
+HELDOUT_SHARE = 0.2  # share of sessions held back from training by default
+
+
+def held_out(record: TrainingRecord, share: float = HELDOUT_SHARE) -> bool:
+    """Whether a record is in the held-back split: a stable hash of its user and
+    session id, so the split does not depend on the file's order or length."""
+    digest = hashlib.sha256(f"{record.user}/{record.session_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < share
+
+
+def select(
+    records: Iterable[TrainingRecord], split: Split, share: float = HELDOUT_SHARE
+) -> list[TrainingRecord]:
+    """The records of one split ("all" keeps every record)."""
+    if split == "all":
+        return list(records)
+    want = split == "heldout"
+    return [r for r in records if held_out(r, share) == want]
 
 
 def unstamped(text: str) -> str:
