@@ -124,16 +124,49 @@ class ScoringLLM(ScriptedLLM):
 def test_integrity_grades_the_probability(tmp_path: Path, p: float, score: int) -> None:
     llm = ScoringLLM(p)
     j = DecomposedJudges(llm, JudgeCache(tmp_path / "c.sqlite"))
-    got = j.integrity(["Ana moved to Portugal."], "Ana lives in Porto, Portugal")
+    got = j.integrity(["Ana moved to the coast."], "Ana lives by the sea")
     assert got["score"] == score and f"{p:.2f}" in got["reason"]
     assert llm.requests[0]["options"] == ["yes", "no"] and llm.usage.calls == 1
     # thresholds are the caller's to set (tuned on the labels' tune half)
     strict = DecomposedJudges(
         llm, JudgeCache(tmp_path / "c.sqlite"), thresholds={"covers_full": 0.95}
     )
-    assert strict.integrity(["Ana moved to Portugal."], "Ana lives in Porto, Portugal")[
-        "score"
-    ] == min(score, 1)
+    assert strict.integrity(["Ana moved to the coast."], "Ana lives by the sea")["score"] == min(
+        score, 1
+    )
+
+
+@pytest.mark.parametrize(
+    ("memory", "fact", "p", "score"),
+    [
+        # the check says "fully", but a value of the fact is missing: partly
+        (
+            "Ana wants to start a charity.",
+            "Ana wants to start a charity helping 1 million people",
+            0.9,
+            1,
+        ),
+        ("Ana likes classical music.", "Ana likes classical music by Max Richter", 0.9, 1),
+        # the check says "partly", but every value is there: fully
+        ("Ana is a manager at Oracle.", "Ana works at Oracle", 0.5, 2),
+        ("Ana was born on 26 March 1986.", "Ana's birth date is 1986-03-26", 0.5, 2),
+        # for a change of value only the new one must be named
+        (
+            "Ana's health is now 'Abnormal'.",
+            "Ana's health changed from 'Mildly Abnormal' to 'Abnormal'",
+            0.9,
+            2,
+        ),
+        # without any value the check alone decides
+        ("Ana enjoys long walks.", "Ana likes walking in the hills", 0.5, 1),
+    ],
+)
+def test_integrity_weighs_the_facts_exact_values(
+    tmp_path: Path, memory: str, fact: str, p: float, score: int
+) -> None:
+    j = DecomposedJudges(ScoringLLM(p), JudgeCache(tmp_path / "c.sqlite"))
+    got = j.integrity([memory], fact)
+    assert got["score"] == score, got["reason"]
 
 
 def test_update_verdicts(tmp_path: Path) -> None:

@@ -77,6 +77,56 @@ def content(text: str, skip: AbstractSet[str] = frozenset()) -> set[str]:
     return {stem(t) for t in terms(text, limit=10_000)} - skip
 
 
+_MONTH_NUMBERS = {
+    name: n
+    for n, name in enumerate(
+        "january february march april may june july august september october november "
+        "december".split(),
+        1,
+    )
+}
+
+
+def exact_values(text: str, skip: AbstractSet[str] = frozenset()) -> set[str]:
+    """The exact values a sentence names after its first word, lower-cased: numbers,
+    and capitalised words (names, places, employers, titles, tags). CamelCase is
+    split ("JacksonLinda"), a possessive dropped; "I" and `skip` (the person's
+    name) are left out."""
+    text = re.sub(r"([a-z]{2})([A-Z][a-z]{2})", r"\1 \2", text)  # not "PhD"
+    out = set()
+    for token in re.findall(r"[\w'’-]+", text)[1:]:
+        word = re.sub(r"['’]s$", "", token.strip("'’-"))
+        if word == "I" or word.lower() in skip:
+            continue
+        if any(c.isdigit() for c in word) or word[:1].isupper():
+            out.add(word.lower())
+    return out
+
+
+def values_missing(values: AbstractSet[str], memories: Sequence[str]) -> set[str]:
+    """Those of `values` (`exact_values`) that no memory names: a word absent as a
+    word and as a stem; a number whose digit groups the memories do not write (a
+    date in another format counts: "1986-03-26" is in "26 March 1986")."""
+    said: set[str] = set()
+    nums: set[int] = set()
+    for memory in memories:
+        for token in re.findall(r"[\w'’-]+", memory):
+            word = re.sub(r"['’]s$", "", token.strip("'’-").lower())
+            said |= {word, stem(word)}
+            if word in _MONTH_NUMBERS:
+                nums.add(_MONTH_NUMBERS[word])
+        nums |= numbers(memory)
+    missing = set()
+    for value in values:
+        if any(c.isdigit() for c in value):
+            if {int(n) for n in re.findall(r"\d+", value)} <= nums:
+                continue
+        elif value in said or stem(value) in said:
+            continue
+        missing.add(value)
+    return missing
+
+
 def days(text: str) -> set[tuple[int, int]]:
     """The (month, day) pairs a text names: "7 May", "May 7th", "2023-05-07"."""
     out = {(int(m), int(d)) for _, m, d in _ISO.findall(text)}

@@ -21,10 +21,12 @@ from deltamem.bench.judges.checks import (
     Check,
     abstains,
     content,
+    exact_values,
     negated,
     numbers,
     other_day,
     ranked,
+    values_missing,
 )
 from deltamem.llm.base import LLM
 
@@ -192,7 +194,19 @@ class DecomposedJudges:
             return {"score": 2, "reason": "a memory holds every word of the fact (code)"}
         p = max(self.covers.p_yes(fact=fact, memory=m) for m in found)
         score = graded(p, self.t["covers_full"], self.t["covers_part"])
-        return {"score": score, "reason": f"check over {len(found)} memories: best p {p:.2f}"}
+        why = f"check over {len(found)} memories: best p {p:.2f}"
+        # the exact values settle what the check leans on: a name, a number or a
+        # tag the memories lack is not "fully" kept ("1 million lives", "Max
+        # Richter"); every one of them kept makes a partial match full ("works at
+        # Oracle" in "a manager at Oracle"). For a change, only its new value counts.
+        name = {re.sub(r"['’]s$", "", w.lower()) for w in fact.split()[:2]}
+        values = exact_values(_FROM_TO.sub(lambda m: f"to {m.group(2)}", fact), name)
+        missing = values_missing(values, memories)
+        if score == 2 and missing:
+            return {"score": 1, "reason": f"{why}; no memory names {sorted(missing)} (code)"}
+        if score == 1 and values and not missing:
+            return {"score": 2, "reason": f"{why}; every value of the fact is named (code)"}
+        return {"score": score, "reason": why}
 
     def accuracy(self, dialogue: list[str], gold: list[str], memory: str) -> dict[str, Any]:
         own = [t.split(":", 1)[1].strip() for t in dialogue if t.startswith("user:")]
