@@ -104,3 +104,15 @@ def session_manager_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """$DELTAMEM_MANAGER=session, for tests whose fake model (in process or behind an
     OpenAI-compatible server the CLI or service calls) answers with operation lists."""
     monkeypatch.setenv("DELTAMEM_MANAGER", "session")
+
+
+@pytest.fixture
+def records_file(tmp_path: Path) -> Path:
+    """Training records (`deltamem train records`) of the tiny HaluMem fixture."""
+    from deltamem.train.records import records_from_halumem, write_records
+
+    out = tmp_path / "records.jsonl"
+    write_records(
+        records_from_halumem(Path(__file__).parent / "fixtures" / "halumem_tiny.jsonl"), out
+    )
+    return out

@@ -20,16 +20,9 @@ from deltamem.train.grpo import (
     load_records,
     turn_examples,
 )
-from deltamem.train.records import TrainingOp, records_from_halumem, write_records
+from deltamem.train.records import TrainingOp
 
 FIXTURE = Path(__file__).parent / "fixtures" / "halumem_tiny.jsonl"
-
-
-@pytest.fixture
-def records_file(tmp_path: Path) -> Path:
-    out = tmp_path / "records.jsonl"
-    write_records(records_from_halumem(FIXTURE), out)
-    return out
 
 
 def test_one_example_per_user_turn_with_the_facts_it_states(records_file: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakes import ScriptedLLM
@@ -17,19 +18,10 @@ from deltamem.train.grpo import load_records, turn_examples
 from deltamem.train.records import (
     TrainingRecord,
     held_out,
-    records_from_halumem,
     select,
-    write_records,
 )
 
 FIXTURE = Path(__file__).parent / "fixtures" / "halumem_tiny.jsonl"
-
-
-@pytest.fixture
-def records_file(tmp_path: Path) -> Path:
-    out = tmp_path / "records.jsonl"
-    write_records(records_from_halumem(FIXTURE), out)
-    return out
 
 
 def record(user: str, session_id: str) -> TrainingRecord:
@@ -75,9 +67,10 @@ def test_a_wrong_or_failed_reply_scores_low(
 ) -> None:
     examples = turn_examples(load_records(records_file)).examples
     stated = next(i for i, e in enumerate(examples) if e.gold)
-    replies: list[object] = [{"facts": []} for _ in examples]
-    replies[stated] = "not json at all"  # the LLM layer retries once, then fails
-    llm = ScriptedLLM(replies[: stated + 1] + ["still not json"] + replies[stated + 1 :])  # type: ignore[arg-type]
+    # the turn with gold gets garbage twice (the LLM layer asks once more, then fails)
+    replies: list[Any] = [{"facts": []} for _ in examples]
+    replies[stated : stated + 1] = ["not json at all", "still not json"]
+    llm = ScriptedLLM(replies)
     out = tmp_path / "eval.jsonl"
     summary = evaluate(records_file, llm, out, embed=embedder.embed, split="all")
     rows = {r["source"]: r for r in map(json.loads, out.read_text().splitlines())}
