@@ -11,6 +11,7 @@ from fakes import ScriptedLLM, add, ops
 
 from deltamem.bench.halumem import HaluMemRun, run_halumem
 from deltamem.bench.log import read_records
+from deltamem.bench.systems.base import Retrieved
 from deltamem.embed import Embedder
 from deltamem.llm.base import ChatMessage
 
@@ -195,6 +196,10 @@ def test_resume_with_more_sessions_continues_the_user(tmp_path: Path, embedder: 
     # the resumed system was rebuilt from earlier sessions: session 0's turns are visible
     q = next(r for r in recs if r["kind"] == "question" and r["session"] == 2)
     assert any("Pixel" in t for t in q["retrieved"])
+    # each hit is logged whole, so the question can be answered again from the log
+    hits = [Retrieved.from_record(h) for h in q["hits"]]
+    assert [h.text for h in hits] == q["retrieved"] and q["asked_at"]
+    assert all(h.kind == "episode" and h.timestamp is not None for h in hits)
 
 
 def test_facts_system_reads_the_bank_deltamem_filled(tmp_path: Path, embedder: Embedder) -> None:

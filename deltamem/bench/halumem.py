@@ -230,6 +230,9 @@ class _UserRun:
             rec["error"] = error_text(exc)
         rec["search_seconds"] = time.perf_counter() - t0
         rec["retrieved"] = [r.text for r in found]
+        # enough to answer again from the log with another answerer (bench answer)
+        rec["hits"] = [r.as_record() for r in found]
+        rec["asked_at"] = asked_at.isoformat()
         rec["evidence_recall"] = covered(
             self.embedder, rec["evidence"], rec["retrieved"], self.run.tau
         )

@@ -161,6 +161,8 @@ def _conversation(
             rec["error"] = error_text(exc)
         rec["search_seconds"] = time.perf_counter() - t0
         rec["retrieved"] = [r.text for r in found]
+        rec["hits"] = [r.as_record() for r in found]  # to answer again (bench answer)
+        rec["asked_at"] = asked_at.isoformat()
         reached = reached_turns(found, turn_ids)
         rec["reached"] = reached
         rec["evidence_recall"] = lm.evidence_recall(qa.evidence, reached)

@@ -31,6 +31,26 @@ class Retrieved:
     kind: Literal["fact", "episode"] = "fact"  # an extracted memory, or a raw turn
     speaker: str | None = None  # who said a raw turn; its text is then "speaker: words"
 
+    def as_record(self) -> dict[str, Any]:
+        """A JSON-ready form for results.jsonl: what an answerer needs to answer
+        again from the log (`deltamem bench answer`), without the system."""
+        out = asdict(self)
+        out["timestamp"] = self.timestamp.isoformat() if self.timestamp else None
+        return out
+
+    @classmethod
+    def from_record(cls, rec: dict[str, Any]) -> Retrieved:
+        ts = rec.get("timestamp")
+        return cls(
+            text=str(rec["text"]),
+            timestamp=datetime.fromisoformat(ts) if ts else None,
+            session_id=rec.get("session_id"),
+            turns=[int(t) for t in rec.get("turns") or []],
+            score=float(rec.get("score") or 0.0),
+            kind="episode" if rec.get("kind") == "episode" else "fact",
+            speaker=rec.get("speaker"),
+        )
+
     @property
     def content(self) -> str:
         """The text without the speaker's prefix a raw turn carries."""
