@@ -258,6 +258,68 @@ def locomo(
     _summary(metrics, out)
 
 
+@app.command()
+def answer(
+    run: Annotated[
+        Path, typer.Argument(exists=True, file_okay=False, help="A finished run directory.")
+    ],
+    out: OutOpt,
+    k: Annotated[
+        int | None, typer.Option("--k", help="Answer from the first k logged hits (default all).")
+    ] = None,
+    systems: Annotated[
+        str | None, typer.Option("--systems", help="Only these systems' questions.")
+    ] = None,
+    llm: LLMOpt = None,
+    judge: JudgeOpt = "none",
+    data: Annotated[
+        Path | None,
+        typer.Option("--data", exists=True, dir_okay=False, help="HaluMem JSONL (for the judges)."),
+    ] = None,
+    judge_mode: JudgeModeOpt = "auto",
+    resume: Annotated[bool, typer.Option(help="Skip questions already in OUT.")] = False,
+    timeout: TimeoutOpt = 900.0,
+) -> None:
+    """Answer a run's questions again from its log (each question's hits are kept),
+    with this --llm and --k, into OUT; HaluMem questions are then judged with
+    --judge (QA only: the other verdicts are carried over)."""
+    from deltamem.bench.log import RESULTS, log_calls, read_records
+    from deltamem.bench.reanswer import ReanswerRun, reanswer
+    from deltamem.llm import make_llm
+
+    model = make_llm(llm, timeout=timeout)
+    with _own(out), progress_bars() as advance:
+        log_calls(model, out)
+        job = ReanswerRun(
+            source=run,
+            out=out,
+            k=k,
+            systems=tuple(n.strip() for n in (systems or "").split(",") if n.strip()),
+            resume=resume,
+        )
+        n = reanswer(job, model, progress=advance)
+        console.print(f"[bold]{n}[/bold] questions answered → {out}")
+        records = list(read_records(out / RESULTS))
+        if any("category" in r for r in records if r.get("kind") == "question"):
+            from deltamem.bench.locomo import write_metrics as locomo_metrics
+
+            metrics = locomo_metrics(out)
+        else:
+            from deltamem.bench.halumem import write_metrics
+
+            judge_llm = _judge_llm(judge, llm, model, timeout, out)
+            if judge_llm is not None:
+                from deltamem.bench.judges.halumem import judge_run
+
+                if data is None:
+                    raise typer.BadParameter("--judge needs --data (the HaluMem file)")
+                judge_run(
+                    out, data, judge_llm, progress=advance, kinds=_judges("qa"), mode=judge_mode
+                )
+            metrics = write_metrics(out)
+    _summary(metrics, out)
+
+
 ResumeOpt = Annotated[bool, typer.Option(help="Skip items already in results.jsonl.")]
 KOpt = Annotated[int, typer.Option("--k", help="Items retrieved per question.")]
 
