@@ -90,3 +90,16 @@ def text_rank(
         [*map(fold, terms), user_id, *params, limit],
     )
     return [(r["id"], float(r["rank"])) for r in rows]
+
+
+def bump_search_version(cur: Any, user_id: str, *tables: str) -> None:
+    """Mark the user's rows of `tables` changed, in the writing transaction: every
+    process's cached bank of them is reloaded on its next search. Run last in the
+    transaction, so that its row lock is held only until the commit."""
+    for table in sorted(tables):
+        cur.execute(
+            """INSERT INTO search_versions (user_id, tier, version) VALUES (%s, %s, 1)
+               ON CONFLICT (user_id, tier)
+               DO UPDATE SET version = search_versions.version + 1""",
+            (user_id, table),
+        )
