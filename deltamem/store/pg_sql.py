@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,12 @@ FTS_CONFIG = "deltamem_fts"  # text search config made by the first migration
 
 def vector_literal(v: np.ndarray) -> str:
     """pgvector's text form; %.9g round-trips every float32 exactly."""
-    return "[" + ",".join(f"{x:.9g}" for x in np.asarray(v, dtype=np.float32).ravel()) + "]"
+    return _literal(np.asarray(v, dtype=np.float32).ravel().tobytes())
+
+
+@lru_cache(maxsize=8)  # a search sends its query vector for facts and for episodes
+def _literal(raw: bytes) -> str:
+    return "[" + ",".join(f"{x:.9g}" for x in np.frombuffer(raw, dtype=np.float32)) + "]"
 
 
 def fold(text: str) -> str:

@@ -7,7 +7,10 @@ ts) and sorts that user's rows by exact distance, since an approximate index fil
 after the search and loses almost all per-user recall. Keywords use a tsvector
 generated from content and keywords (diacritics folded, as FTS5 does), with a GIN
 index; the query is an OR of one `phraseto_tsquery` per term, each term a bound
-parameter, so user text is never parsed as query syntax.
+parameter, so user text is never parsed as query syntax. Search ranks a user's rows
+held in process memory under a per-user version that every write bumps
+(postgres_search.py, pg_bank.py): the same ids, scores and order as those SQL
+queries give, which `cached_search=False` runs on every search instead.
 
 One connection (autocommit, guarded by a lock, reopened if it breaks); every write
 is one explicit transaction. Schema migrations are SQL files in
