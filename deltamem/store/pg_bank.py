@@ -33,8 +33,9 @@ from deltamem.store.vectors import ONE_BLAS_THREAD, Bank
 from deltamem.types import SearchFilters
 
 # a lexeme of tsvector / tsquery output: quoted, ' and \ doubled; then its positions
-_LEXEME = re.compile(r"'((?:[^'\\]|''|\\\\)*)'(?::([0-9A-D,]+))?")
-_ONE_LEXEME = re.compile(r"'((?:[^'\\]|''|\\\\)*)'")
+_LEXEME = re.compile(r"'((?:[^']|'')*)'(?::([0-9A-D,]+))?")
+_WEIGHT = re.compile(r"[ABC]")
+_ONE_LEXEME = re.compile(r"'((?:[^']|'')*)'")
 _D_WEIGHT = float(np.float32(0.1))  # ts_rank_cd's default weight of D, a float4
 _COVER = 1.0 / (0.0 + 1.0 / _D_WEIGHT)  # Cpos of a one-position cover (calc_rank_cd)
 
@@ -53,15 +54,10 @@ def parse_tsvector(text: str) -> tuple[dict[str, int], int] | None:
     """(lexeme -> number of positions, length as `cnt_length` counts it) of a tsvector's
     text form, or None where a position carries a weight other than D (the rank
     would weigh it otherwise)."""
-    counts: dict[str, int] = {}
-    for m in _LEXEME.finditer(text):
-        pos = m.group(2)
-        if pos is None:
-            counts[m.group(1)] = 0
-        elif any(c in pos for c in "ABC"):
-            return None
-        else:
-            counts[m.group(1)] = pos.count(",") + 1
+    found = _LEXEME.findall(text)
+    if _WEIGHT.search(text) and any(_WEIGHT.search(pos) for _, pos in found):
+        return None
+    counts = {lex: pos.count(",") + 1 if pos else 0 for lex, pos in found}
     return counts, sum(n or 1 for n in counts.values())
 
 
@@ -84,23 +80,26 @@ class Postings:
 
     @classmethod
     def build(cls, parsed: list[tuple[dict[str, int], int]]) -> Postings:
-        rows: dict[str, list[int]] = {}
-        counts: dict[str, list[int]] = {}
-        logs: dict[int, float] = {}
-        log_length = np.empty(len(parsed), dtype=np.float64)
-        for i, (lexemes, length) in enumerate(parsed):
-            for lex, n in lexemes.items():
-                rows.setdefault(lex, []).append(i)
-                counts.setdefault(lex, []).append(n)
-            if length not in logs:
-                logs[length] = math.log(float(length + 1))  # libm's, as the server's
-            log_length[i] = logs[length]
+        codes: dict[str, int] = {}
+        lex_codes: list[int] = []
+        counts: list[int] = []
+        sizes: list[int] = []
+        for lexemes, _ in parsed:
+            lex_codes += [codes.setdefault(x, len(codes)) for x in lexemes]
+            counts += lexemes.values()
+            sizes.append(len(lexemes))
+        rows = np.repeat(np.arange(len(parsed), dtype=np.int64), sizes)
+        by_lexeme = np.array(lex_codes, dtype=np.int64)
+        order = np.argsort(by_lexeme, kind="stable")  # each lexeme's rows stay ascending
+        rows, n = rows[order], np.array(counts, dtype=np.int64)[order]
+        ends = np.cumsum(np.bincount(by_lexeme, minlength=len(codes)))
+        starts = ends - np.bincount(by_lexeme, minlength=len(codes))
+        lengths = np.array([length for _, length in parsed], dtype=np.int64)
+        distinct = np.unique(lengths)
+        logs = np.array([math.log(float(x + 1)) for x in distinct])  # libm's, as the server's
         return cls(
-            {
-                lex: (np.array(r, dtype=np.int64), np.array(counts[lex], dtype=np.int64))
-                for lex, r in rows.items()
-            },
-            log_length,
+            {lex: (rows[starts[c] : ends[c]], n[starts[c] : ends[c]]) for lex, c in codes.items()},
+            logs[np.searchsorted(distinct, lengths)] if len(lengths) else np.zeros(0),
         )
 
 
