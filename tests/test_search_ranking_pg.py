@@ -182,3 +182,35 @@ def test_search_hits_equal_to_sql_ranking(stores: Stores) -> None:
             mine = HybridSearcher(fast, emb).search(q, "u-main", tiers=tiers)  # type: ignore[arg-type]
             sql = HybridSearcher(slow, emb).search(q, "u-main", tiers=tiers)  # type: ignore[arg-type]
             assert [h.model_dump() for h in mine] == [h.model_dump() for h in sql]
+
+
+def test_a_reload_reads_only_the_rows_changed(
+    stores: Stores, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast, slow, _ = stores
+    emb = HashEmbedder()
+    fill(fast, emb, seed=6, sessions=8)  # type: ignore[arg-type]
+    v = emb.embed(["Martin"])[0]
+    fast.dense_search("u-main", v, 5)  # the bank is loaded
+    read: list[int] = []
+    rows_bank = fast._rows_bank
+    monkeypatch.setattr(
+        fast, "_rows_bank", lambda rows, version: read.append(len(rows)) or rows_bank(rows, version)
+    )
+    live = fast.list_memories("u-main")
+    rec = record("u-main", "edit", ["Martin now hates jazz"], day=40)
+    stored, _ = fast.log_session(rec)
+    fast.apply_session(
+        stored,
+        [
+            PlannedWrite("update", "Martin hates jazz now", emb.embed(["x"])[0], live[0].id),
+            PlannedWrite("add", "Martin has a new cat", emb.embed(["y"])[0]),
+        ],
+        [],
+    )
+    fast.delete(live[1].id)
+    assert fast.dense_search("u-main", v, 1000) == slow.dense_search("u-main", v, 1000)
+    assert fast.keyword_search("u-main", ["martin"], 1000) == slow.keyword_search(
+        "u-main", ["martin"], 1000
+    )
+    assert read == [2]  # the updated row and the new one

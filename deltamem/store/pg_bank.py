@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -115,7 +116,41 @@ def _cover_sums(n: int) -> np.ndarray:
 @dataclass
 class PgBank(Bank):
     norms: np.ndarray = field(default_factory=lambda: np.zeros(0))  # float64 row norms
+    xmins: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    parsed: list[tuple[dict[str, int], int] | None] = field(default_factory=list)
     postings: Postings | None = None  # None where a row's tsvector is not all weight D
+
+    def merged(self, fresh: PgBank, keep: np.ndarray, at: np.ndarray) -> PgBank:
+        """This bank's rows at `at` (where `keep`) and `fresh`'s rows (elsewhere), in
+        the order of `keep`, which is seq order; `fresh` gives the version."""
+        assert self.rowids is not None and fresh.rowids is not None
+        new = np.flatnonzero(~keep)
+
+        def mix(mine: np.ndarray, theirs: np.ndarray) -> np.ndarray:
+            out = np.empty((len(keep), *mine.shape[1:]), dtype=mine.dtype)
+            out[keep], out[new] = mine[at], theirs
+            return out
+
+        parsed: list[tuple[dict[str, int], int] | None] = [None] * len(keep)
+        ids: list[str] = [""] * len(keep)
+        for i, j in zip(np.flatnonzero(keep).tolist(), at.tolist(), strict=True):
+            parsed[i], ids[i] = self.parsed[j], self.ids[j]
+        for i, j in zip(new.tolist(), range(len(new)), strict=True):
+            parsed[i], ids[i] = fresh.parsed[j], fresh.ids[j]
+        return PgBank(
+            version=fresh.version,
+            ids=ids,
+            matrix=mix(self.matrix, fresh.matrix),
+            agent=mix(self.agent, fresh.agent),
+            mtype=mix(self.mtype, fresh.mtype),
+            session=mix(self.session, fresh.session),
+            ts=mix(self.ts, fresh.ts),
+            rowids=mix(self.rowids, fresh.rowids),
+            norms=mix(self.norms, fresh.norms),
+            xmins=mix(self.xmins, fresh.xmins),
+            parsed=parsed,
+            postings=None if None in parsed else Postings.build(cast(list, parsed)),
+        )
 
     def candidates(
         self,

@@ -51,31 +51,55 @@ class PostgresSearch:
         """The user's bank of `table` at `version` (read now where None), or newer."""
         if version is None:
             version = int(self._read(f"SELECT {_VERSION} AS v", (user_id, table))[0]["v"])
-        load = lambda u, _old: self._load_bank(table, u)  # noqa: E731
+        load = lambda u, old: self._load_bank(table, u, cast(PgBank | None, old))  # noqa: E731
         return cast(PgBank, self._cache(table).get(user_id, version, load))
 
     def _cached(self, table: str, user_id: str) -> PgBank | None:
         return cast(PgBank | None, self._cache(table).peek(user_id))
 
-    def _load_bank(self, table: str, user_id: str) -> PgBank:
+    def _load_bank(self, table: str, user_id: str, old: PgBank | None = None) -> PgBank:
+        """The user's rows of `table`, read in one snapshot with their version. Given
+        the bank it replaces, only the rows added or changed since are read (a row's
+        xmin changes with each update; its seq never does), the others are kept."""
         # episodes have no memory type: '' matches no memory_type filter
-        mtype = "memory_type" if table == "memories" else "''"
-        with self._tx() as cur:  # the version and the rows of one snapshot
+        cols = f"""seq, xmin::text::bigint AS xmin, id, agent_id,
+            {"memory_type" if table == "memories" else "''"} AS memory_type, session_id, ts,
+            vector_send(embedding) AS embedding, tsv::text AS tsv"""
+        keep = None
+        with self._tx() as cur:
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            version = cur.execute(f"SELECT {_VERSION} AS v", (user_id, table)).fetchone()
-            rows = cur.execute(
-                f"""SELECT seq, id, agent_id, {mtype} AS memory_type, session_id, ts,
-                    vector_send(embedding) AS embedding, tsv::text AS tsv
-                    FROM {table} WHERE user_id=%s ORDER BY seq""",
-                (user_id,),
-            ).fetchall()
+            got = cur.execute(f"SELECT {_VERSION} AS v", (user_id, table)).fetchone()
+            if old is None or old.rowids is None:
+                sql = f"SELECT {cols} FROM {table} WHERE user_id=%s ORDER BY seq"
+                rows = cur.execute(sql, (user_id,)).fetchall()
+            else:
+                now = cur.execute(
+                    f"""SELECT coalesce(array_agg(seq ORDER BY seq), '{{}}') AS seq,
+                        coalesce(array_agg(xmin::text::bigint ORDER BY seq), '{{}}') AS xmin
+                        FROM {table} WHERE user_id=%s""",
+                    (user_id,),
+                ).fetchone()
+                assert now is not None
+                seqs = np.array(now["seq"], dtype=np.int64)
+                at = np.minimum(np.searchsorted(old.rowids, seqs), max(len(old.ids) - 1, 0))
+                keep = np.zeros(len(seqs), dtype=bool)
+                if len(old.ids):
+                    keep = (old.rowids[at] == seqs) & (old.xmins[at] == np.array(now["xmin"]))
+                sql = f"SELECT {cols} FROM {table} WHERE user_id=%s AND seq = ANY(%s) ORDER BY seq"
+                rows = cur.execute(sql, (user_id, seqs[~keep].tolist())).fetchall()
+        fresh = self._rows_bank(rows, int(got["v"]) if got else 0)
+        if keep is None or old is None:
+            return fresh
+        return old.merged(fresh, keep, at[keep])
+
+    def _rows_bank(self, rows: list[Row], version: int) -> PgBank:
         # vector_send: int16 dim, int16 unused, then big-endian float32s
         raw = b"".join(bytes(r["embedding"])[4:] for r in rows)
         matrix = np.frombuffer(raw, dtype=">f4").astype(np.float32).reshape(len(rows), self.dim)
         wide = matrix.astype(np.float64)
         parsed = [parse_tsvector(r["tsv"]) for r in rows]
         return PgBank(
-            version=int(version["v"]) if version else 0,
+            version=version,
             ids=[r["id"] for r in rows],
             matrix=matrix,
             agent=np.array([r["agent_id"] for r in rows], dtype=object),
@@ -84,6 +108,8 @@ class PostgresSearch:
             ts=np.array([r["ts"] for r in rows], dtype=np.float64),
             rowids=np.array([r["seq"] for r in rows], dtype=np.int64),
             norms=np.sqrt(np.einsum("ij,ij->i", wide, wide)),
+            xmins=np.array([r["xmin"] for r in rows], dtype=np.int64),
+            parsed=parsed,
             postings=None if None in parsed else Postings.build(cast(list, parsed)),
         )
 
