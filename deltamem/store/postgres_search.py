@@ -7,9 +7,9 @@ once into a `PgBank` and reused while the user's version of that table in
 search reads the version in the statement it sends anyway: dense search sends the
 candidates numpy picked, for PostgreSQL to score exactly; keyword search sends the
 terms, for PostgreSQL to parse (`phraseto_tsquery`). Where the bank is stale the
-search reloads it and asks again. The ranking is the SQL's (`pg_bank.py`; tested
-in tests/test_search_ranking_pg.py); `PostgresStore(cached_search=False)` ranks in
-SQL on every query, as before.
+search reloads it (only the rows added or changed since) and asks again. The
+ranking is the SQL's (`pg_bank.py`; tested in tests/test_search_ranking_pg.py);
+`PostgresStore(cached_search=False)` ranks in SQL on every query, as before.
 """
 
 from __future__ import annotations
