@@ -13,7 +13,9 @@ keyword ranking of facts and of episodes, reciprocal rank fusion, fetching and
 building the 20 hits), with the query vector precomputed; `facts_p50_ms` is the
 same over the fact tier alone. The query embedding is timed separately
 (`embed_ms`). `--profile FILE` writes a cProfile of the timed searches of the
-largest size.
+largest size. `--schema NAME` (PostgreSQL) builds each size into schema NAME_<size>
+and keeps it; a later run with the same name times the stores already there
+(`build_s` 0), so that two versions of the code can be timed over the same data.
 """
 
 from __future__ import annotations
@@ -161,14 +163,17 @@ class Precomputed(Embedder):
 
 
 @contextmanager
-def open_store(backend: str, dsn: str | None, dim: int) -> Iterator[Store]:
+def open_store(
+    backend: str, dsn: str | None, dim: int, keep: str | None = None
+) -> Iterator[tuple[Store, bool]]:
+    """The store to time, and whether it is built already (a kept schema)."""
     if backend == "sqlite":
         from deltamem.store.sqlite import SQLiteStore
 
         with tempfile.TemporaryDirectory() as tmp:
             sqlite_store = SQLiteStore(Path(tmp) / "bench.db", dim=dim)
             try:
-                yield sqlite_store
+                yield sqlite_store, False
             finally:
                 sqlite_store.close()
         return
@@ -179,16 +184,26 @@ def open_store(backend: str, dsn: str | None, dim: int) -> Iterator[Store]:
 
     if dsn is None:
         raise SystemExit("--backend postgres needs --dsn")
-    schema = f"bench_{int(time.time())}"
+    schema = keep or f"bench_{int(time.time())}"
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    pg_store = PostgresStore(make_conninfo(dsn, options=f"-c search_path={schema},public"), dim)
+        kept = conn.execute("SELECT to_regclass(%s) AS t", (f"{schema}.meta",)).fetchone()
+        built = bool(kept and kept[0]) and (
+            conn.execute(f"SELECT 1 FROM {schema}.meta WHERE key='bench_built'").fetchone()
+            is not None
+        )
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+    pg_dsn = make_conninfo(dsn, options=f"-c search_path={schema},public")
+    pg_store = PostgresStore(pg_dsn, dim)
     try:
-        yield pg_store
+        yield pg_store, built
+        if keep and not built:
+            with psycopg.connect(pg_dsn, autocommit=True) as conn:
+                conn.execute("INSERT INTO meta VALUES ('bench_built', '1')")
     finally:
         pg_store.close()
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+        if not keep:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 def percentile(sorted_ms: list[float], q: float) -> float:
@@ -211,12 +226,14 @@ def measure(
     repeats: int,
     rng: np.random.Generator,
     profile: Path | None,
+    built: bool = False,
 ) -> dict[str, float]:
     vec = Vectors(rng, embedder.dim)
     t0 = time.perf_counter()
     for user, n in (("u-main", size), ("u-other", max(1, size // 10))):
-        build_facts(store, user, n, rng, vec)
-        build_episodes(store, user, n, rng, vec)
+        if not built:
+            build_facts(store, user, n, rng, vec)
+            build_episodes(store, user, n, rng, vec)
     build_s = time.perf_counter() - t0
     searcher = HybridSearcher(store, embedder)
     for q in QUERIES:  # load what a process loads on its first search
@@ -245,6 +262,7 @@ def main() -> None:
     ap.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
     ap.add_argument("--dsn", help="PostgreSQL server (a schema is made and dropped on it)")
     ap.add_argument("--profile", type=Path, help="cProfile output of the largest size")
+    ap.add_argument("--schema", help="PostgreSQL: build into NAME_<size> and keep it, or reuse it")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
@@ -253,9 +271,10 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     result: dict[str, object] = {}
     for size in sizes:
-        with open_store(args.backend, args.dsn, embedder.dim) as store:
+        keep = f"{args.schema}_{size}" if args.schema else None
+        with open_store(args.backend, args.dsn, embedder.dim, keep) as (store, built):
             prof = args.profile if size == max(sizes) else None
-            result[str(size)] = measure(store, size, embedder, args.repeats, rng, prof)
+            result[str(size)] = measure(store, size, embedder, args.repeats, rng, prof, built)
         if not args.json:
             print(size, result[str(size)], file=sys.stderr)
     t = []

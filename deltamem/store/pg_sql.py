@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,12 @@ FTS_CONFIG = "deltamem_fts"  # text search config made by the first migration
 
 def vector_literal(v: np.ndarray) -> str:
     """pgvector's text form; %.9g round-trips every float32 exactly."""
-    return "[" + ",".join(f"{x:.9g}" for x in np.asarray(v, dtype=np.float32).ravel()) + "]"
+    return _literal(np.asarray(v, dtype=np.float32).ravel().tobytes())
+
+
+@lru_cache(maxsize=8)  # a search sends its query vector for facts and for episodes
+def _literal(raw: bytes) -> str:
+    return "[" + ",".join(f"{x:.9g}" for x in np.frombuffer(raw, dtype=np.float32)) + "]"
 
 
 def fold(text: str) -> str:
@@ -90,3 +96,16 @@ def text_rank(
         [*map(fold, terms), user_id, *params, limit],
     )
     return [(r["id"], float(r["rank"])) for r in rows]
+
+
+def bump_search_version(cur: Any, user_id: str, *tables: str) -> None:
+    """Mark the user's rows of `tables` changed, in the writing transaction: every
+    process's cached bank of them is reloaded on its next search. Run last in the
+    transaction, so that its row lock is held only until the commit."""
+    for table in sorted(tables):
+        cur.execute(
+            """INSERT INTO search_versions (user_id, tier, version) VALUES (%s, %s, 1)
+               ON CONFLICT (user_id, tier)
+               DO UPDATE SET version = search_versions.version + 1""",
+            (user_id, table),
+        )

@@ -7,7 +7,10 @@ ts) and sorts that user's rows by exact distance, since an approximate index fil
 after the search and loses almost all per-user recall. Keywords use a tsvector
 generated from content and keywords (diacritics folded, as FTS5 does), with a GIN
 index; the query is an OR of one `phraseto_tsquery` per term, each term a bound
-parameter, so user text is never parsed as query syntax.
+parameter, so user text is never parsed as query syntax. Search ranks a user's rows
+held in process memory under a per-user version that every write bumps
+(postgres_search.py, pg_bank.py): the same ids, scores and order as those SQL
+queries give, which `cached_search=False` runs on every search instead.
 
 One connection (autocommit, guarded by a lock, reopened if it breaks); every write
 is one explicit transaction. Schema migrations are SQL files in
@@ -40,9 +43,10 @@ from deltamem.store.base import (
     StoreError,
     UnknownMemory,
 )
-from deltamem.store.pg_sql import filter_sql, fold, knn, text_rank, vector_literal
+from deltamem.store.pg_sql import bump_search_version, filter_sql, fold, vector_literal
 from deltamem.store.postgres_episodes import PostgresEpisodes
 from deltamem.store.postgres_inspect import PostgresInspection
+from deltamem.store.postgres_search import PostgresSearch
 from deltamem.store.rows import POSTGRES_ROWS
 from deltamem.types import (
     HistoryEntry,
@@ -92,10 +96,16 @@ def _holds_nul(params: Sequence[Any]) -> bool:
     return False
 
 
-class PostgresStore(PostgresEpisodes, PostgresInspection, Store):
-    def __init__(self, dsn: str, dim: int = 384, embedder_name: str = "") -> None:
+class PostgresStore(PostgresSearch, PostgresEpisodes, PostgresInspection, Store):
+    def __init__(
+        self, dsn: str, dim: int = 384, embedder_name: str = "", *, cached_search: bool = True
+    ) -> None:
+        """`cached_search=False` ranks every search in SQL (pgvector's exact KNN and
+        ts_rank_cd over the user's rows), the ranking the cached banks reproduce
+        (postgres_search.py); kept to test them against."""
         self.dsn = dsn
         self.dim = dim
+        self.cached_search = cached_search
         self._lock = threading.RLock()
         self._db: psycopg.Connection[Row] | None = None
         self._closed = False
@@ -210,8 +220,8 @@ class PostgresStore(PostgresEpisodes, PostgresInspection, Store):
                 ),
             ).fetchone()
             if row is not None:
-                if episodes:
-                    self._insert_episodes(cur, episodes)
+                if episodes and self._insert_episodes(cur, episodes):
+                    bump_search_version(cur, rec.user_id, "episodes")
                 status = "deferred" if rec.status == "deferred" else "pending"
                 return rec.model_copy(update={"seq": row["seq"], "status": status}), True
             row = cur.execute(f"SELECT * FROM sessions WHERE {_SCOPE}", key).fetchone()
@@ -336,6 +346,8 @@ class PostgresStore(PostgresEpisodes, PostgresInspection, Store):
                     applied_at=%s, attempts=attempts+1, deferred=false WHERE {_SCOPE}""",
                 (Jsonb([o.model_dump(mode="json") for o in ops]), now, *key),
             )
+            if writes:
+                bump_search_version(cur, session.user_id, "memories")
         return ops
 
     @staticmethod
@@ -451,6 +463,7 @@ class PostgresStore(PostgresEpisodes, PostgresInspection, Store):
                 actor,
                 utcnow(),
             )
+            bump_search_version(cur, row["user_id"], "memories")
             return True
 
     def reset(self, user_id: str, agent_id: str | None = None, keep_log: bool = False) -> int:
@@ -482,6 +495,7 @@ class PostgresStore(PostgresEpisodes, PostgresInspection, Store):
                 cur.execute(f"DELETE FROM episodes WHERE {scope}", params)
                 # the raw replies quote the user: forgotten with them
                 cur.execute(f"DELETE FROM llm_calls WHERE {scope}", params)
+            bump_search_version(cur, user_id, "memories", *([] if keep_log else ["episodes"]))
             return len(ids)
 
     # --- reads ---------------------------------------------------------------------
@@ -544,7 +558,8 @@ class PostgresStore(PostgresEpisodes, PostgresInspection, Store):
     ) -> list[tuple[str, float]]:
         if k <= 0:
             return []
-        return knn(self._read, "memories", user_id, vector, k, filter_sql(agent_id, filters))
+        where = filter_sql(agent_id, filters)
+        return self._dense("memories", user_id, vector, k, agent_id, filters, where)
 
     def keyword_search(
         self,
@@ -557,7 +572,7 @@ class PostgresStore(PostgresEpisodes, PostgresInspection, Store):
         if not terms:
             return []
         where = filter_sql(agent_id, filters)
-        return text_rank(self._read, "memories", user_id, terms, self._limit(k), where)
+        return self._keywords("memories", user_id, terms, k, agent_id, filters, where)
 
     def count(self, user_id: str, agent_id: str | None = None) -> int:
         extra, params = filter_sql(agent_id, None)

@@ -13,7 +13,7 @@ import numpy as np
 import psycopg
 
 from deltamem.store.base import PlannedEpisode, StoreError
-from deltamem.store.pg_sql import filter_sql, fold, knn, text_rank, vector_literal
+from deltamem.store.pg_sql import bump_search_version, filter_sql, fold, vector_literal
 from deltamem.store.rows import POSTGRES_ROWS
 from deltamem.types import Episode, SearchFilters, SessionRecord
 
@@ -35,6 +35,8 @@ class PostgresEpisodes:
         dim: int
         _tx: Callable[[], AbstractContextManager[psycopg.Cursor[Row]]]
         _read: Callable[..., list[Row]]
+        _dense: Callable[..., list[tuple[str, float]]]
+        _keywords: Callable[..., list[tuple[str, float]]]
 
     def _insert_episodes(self, cur: psycopg.Cursor[Row], episodes: list[PlannedEpisode]) -> int:
         added = 0
@@ -89,6 +91,8 @@ class PostgresEpisodes:
                    WHERE user_id=%s AND agent_id=%s AND session_id=%s""",
                 key,
             )
+            if added:
+                bump_search_version(cur, rec.user_id, "episodes")
             return added
 
     def get_episodes(self, episode_ids: list[str]) -> list[Episode]:
@@ -109,7 +113,7 @@ class PostgresEpisodes:
         where = episode_filter_sql(agent_id, filters)
         if k <= 0 or where is None:
             return []
-        return knn(self._read, "episodes", user_id, vector, k, where)
+        return self._dense("episodes", user_id, vector, k, agent_id, filters, where)
 
     def episode_keyword_search(
         self,
@@ -122,7 +126,7 @@ class PostgresEpisodes:
         where = episode_filter_sql(agent_id, filters)
         if not terms or k <= 0 or where is None:
             return []
-        return text_rank(self._read, "episodes", user_id, terms, int(k), where)
+        return self._keywords("episodes", user_id, terms, int(k), agent_id, filters, where)
 
     def count_episodes(self, user_id: str, agent_id: str | None = None) -> int:
         where: Sequence[Any] = [user_id]

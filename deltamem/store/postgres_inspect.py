@@ -14,7 +14,7 @@ from psycopg.types.json import Jsonb
 
 from deltamem.llm.base import CallRecord
 from deltamem.store.base import StoreError
-from deltamem.store.pg_sql import fold, vector_literal
+from deltamem.store.pg_sql import bump_search_version, fold, vector_literal
 from deltamem.types import Operation, utcnow
 
 Row = dict[str, Any]
@@ -82,6 +82,7 @@ class PostgresInspection:
                    session_id, actor, at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s)""",
                 (memory_id, row["user_id"], "update", row["content"], content, None, actor, now),
             )
+            bump_search_version(cur, row["user_id"], "memories")
         return Operation(
             op="update",
             memory_id=memory_id,

@@ -139,6 +139,11 @@ class VectorCache:
                 self._banks.popitem(last=False)
         return bank
 
+    def peek(self, user_id: str) -> Bank | None:
+        """The user's bank as cached, whatever its version."""
+        with self._lock:
+            return self._banks.get(user_id)
+
     def clear(self) -> None:
         with self._lock:
             self._banks.clear()

@@ -1,0 +1,180 @@
+"""Search of the PostgreSQL store's two tiers over per-user banks cached in the process.
+
+A user's rows of a table (vectors, the filter columns, the stored tsvectors) are read
+once into a `PgBank` and reused while the user's version of that table in
+`search_versions` is unchanged; every write bumps it in the same transaction
+(`bump_search_version`), so a process sees another's write on its next search. A
+search reads the version in the statement it sends anyway: dense search sends the
+candidates numpy picked, for PostgreSQL to score exactly; keyword search sends the
+terms, for PostgreSQL to parse (`phraseto_tsquery`). Where the bank is stale the
+search reloads it (only the rows added or changed since) and asks again. The
+ranking is the SQL's (`pg_bank.py`; tested in tests/test_search_ranking_pg.py);
+`PostgresStore(cached_search=False)` ranks in SQL on every query, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+import psycopg
+
+from deltamem.store.pg_bank import PgBank, Postings, parse_tsvector, query_lexeme
+from deltamem.store.pg_sql import FTS_CONFIG, fold, knn, text_rank, vector_literal
+from deltamem.store.vectors import VectorCache
+from deltamem.types import SearchFilters
+
+Row = dict[str, Any]
+Where = tuple[str, list[Any]]
+
+_VERSION = "coalesce((SELECT version FROM search_versions WHERE user_id=%s AND tier=%s), 0)"
+_RETRIES = 3  # reloads of a bank that went stale meanwhile, before ranking in SQL
+
+
+class PostgresSearch:
+    if TYPE_CHECKING:  # provided by PostgresStore
+        dim: int
+        cached_search: bool
+        _tx: Callable[[], AbstractContextManager[psycopg.Cursor[Row]]]
+        _read: Callable[..., list[Row]]
+
+    _caches: dict[str, VectorCache]
+
+    def _cache(self, table: str) -> VectorCache:
+        if not hasattr(self, "_caches"):
+            self._caches = {"memories": VectorCache(), "episodes": VectorCache()}
+        return self._caches[table]
+
+    def _bank(self, table: str, user_id: str, version: int | None = None) -> PgBank:
+        """The user's bank of `table` at `version` (read now where None), or newer."""
+        if version is None:
+            version = int(self._read(f"SELECT {_VERSION} AS v", (user_id, table))[0]["v"])
+        load = lambda u, old: self._load_bank(table, u, cast(PgBank | None, old))  # noqa: E731
+        return cast(PgBank, self._cache(table).get(user_id, version, load))
+
+    def _cached(self, table: str, user_id: str) -> PgBank | None:
+        return cast(PgBank | None, self._cache(table).peek(user_id))
+
+    def _load_bank(self, table: str, user_id: str, old: PgBank | None = None) -> PgBank:
+        """The user's rows of `table`, read in one snapshot with their version. Given
+        the bank it replaces, only the rows added or changed since are read (a row's
+        xmin changes with each update; its seq never does), the others are kept."""
+        # episodes have no memory type: '' matches no memory_type filter
+        cols = f"""seq, xmin::text::bigint AS xmin, id, agent_id,
+            {"memory_type" if table == "memories" else "''"} AS memory_type, session_id, ts,
+            vector_send(embedding) AS embedding, tsv::text AS tsv"""
+        keep = None
+        with self._tx() as cur:
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            got = cur.execute(f"SELECT {_VERSION} AS v", (user_id, table)).fetchone()
+            if old is None or old.rowids is None:
+                sql = f"SELECT {cols} FROM {table} WHERE user_id=%s ORDER BY seq"
+                rows = cur.execute(sql, (user_id,)).fetchall()
+            else:
+                now = cur.execute(
+                    f"""SELECT coalesce(array_agg(seq ORDER BY seq), '{{}}') AS seq,
+                        coalesce(array_agg(xmin::text::bigint ORDER BY seq), '{{}}') AS xmin
+                        FROM {table} WHERE user_id=%s""",
+                    (user_id,),
+                ).fetchone()
+                assert now is not None
+                seqs = np.array(now["seq"], dtype=np.int64)
+                at = np.minimum(np.searchsorted(old.rowids, seqs), max(len(old.ids) - 1, 0))
+                keep = np.zeros(len(seqs), dtype=bool)
+                if len(old.ids):
+                    keep = (old.rowids[at] == seqs) & (old.xmins[at] == np.array(now["xmin"]))
+                sql = f"SELECT {cols} FROM {table} WHERE user_id=%s AND seq = ANY(%s) ORDER BY seq"
+                rows = cur.execute(sql, (user_id, seqs[~keep].tolist())).fetchall()
+        fresh = self._rows_bank(rows, int(got["v"]) if got else 0)
+        if keep is None or old is None:
+            return fresh
+        return old.merged(fresh, keep, at[keep])
+
+    def _rows_bank(self, rows: list[Row], version: int) -> PgBank:
+        # vector_send: int16 dim, int16 unused, then big-endian float32s
+        raw = b"".join(bytes(r["embedding"])[4:] for r in rows)
+        matrix = np.frombuffer(raw, dtype=">f4").astype(np.float32).reshape(len(rows), self.dim)
+        wide = matrix.astype(np.float64)
+        parsed = [parse_tsvector(r["tsv"]) for r in rows]
+        return PgBank(
+            version=version,
+            ids=[r["id"] for r in rows],
+            matrix=matrix,
+            agent=np.array([r["agent_id"] for r in rows], dtype=object),
+            mtype=np.array([r["memory_type"] for r in rows], dtype=object),
+            session=np.array([r["session_id"] or "" for r in rows], dtype=object),
+            ts=np.array([r["ts"] for r in rows], dtype=np.float64),
+            rowids=np.array([r["seq"] for r in rows], dtype=np.int64),
+            norms=np.sqrt(np.einsum("ij,ij->i", wide, wide)),
+            xmins=np.array([r["xmin"] for r in rows], dtype=np.int64),
+            parsed=parsed,
+            postings=None if None in parsed else Postings.build(cast(list, parsed)),
+        )
+
+    # --- dense ---------------------------------------------------------------------
+    def _dense(
+        self,
+        table: str,
+        user_id: str,
+        vector: np.ndarray,
+        k: int,
+        agent_id: str | None,
+        filters: SearchFilters | None,
+        where: Where,
+    ) -> list[tuple[str, float]]:
+        """(id, 1 - pgvector's cosine distance) of the k nearest rows in scope."""
+        if not self.cached_search or "\x00" in user_id:
+            return knn(self._read, table, user_id, vector, k, where)
+        bank = self._cached(table, user_id) or self._bank(table, user_id)
+        for _ in range(_RETRIES):
+            ids = bank.candidates(vector, k, agent_id, filters)
+            if ids is None:
+                break
+            rows = self._read(
+                f"""SELECT v.version, c.id, c.distance
+                    FROM (SELECT {_VERSION} AS version) v LEFT JOIN LATERAL (
+                        SELECT id, embedding <=> %s::vector AS distance FROM {table}
+                        WHERE id = ANY(%s) AND user_id=%s ORDER BY distance, seq LIMIT %s
+                    ) c ON true""",
+                [user_id, table, vector_literal(vector), ids, user_id, int(k)],
+            )
+            if int(rows[0]["version"]) == bank.version:
+                return [(r["id"], 1.0 - float(r["distance"])) for r in rows if r["id"] is not None]
+            bank = self._bank(table, user_id, int(rows[0]["version"]))
+        return knn(self._read, table, user_id, vector, k, where)
+
+    # --- keywords ------------------------------------------------------------------
+    def _keywords(
+        self,
+        table: str,
+        user_id: str,
+        terms: list[str],
+        k: int,
+        agent_id: str | None,
+        filters: SearchFilters | None,
+        where: Where,
+    ) -> list[tuple[str, float]]:
+        """(id, ts_rank_cd) of the rows in scope matching any term, best first."""
+        limit = k if k >= 0 else None
+        if not self.cached_search:
+            return text_rank(self._read, table, user_id, terms, limit, where)
+        rows = self._read(
+            f"""SELECT {_VERSION} AS version, ARRAY(
+                    SELECT phraseto_tsquery('{FTS_CONFIG}', t)::text
+                    FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, n) ORDER BY n) AS queries""",
+            [user_id, table, [fold(t) for t in terms]],
+        )
+        if not rows:  # a NUL in the user id or a term: nothing stored can match
+            return []
+        parsed = [query_lexeme(q) for q in rows[0]["queries"]]
+        if any(p is False for p in parsed):  # a phrase: ranked in SQL
+            return text_rank(self._read, table, user_id, terms, limit, where)
+        bank = self._bank(table, user_id, int(rows[0]["version"]))
+        if bank.postings is None:
+            return text_rank(self._read, table, user_id, terms, limit, where)
+        lexemes = [p for p in parsed if isinstance(p, str)]
+        return bank.keyword_rank(
+            lexemes, len(bank.ids) if limit is None else limit, agent_id, filters
+        )
