@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 from string import Template
+from typing import Literal
 
 from pydantic import BaseModel
 
@@ -24,10 +25,16 @@ def clip(text: str, limit: int = EXCERPT_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def memory_lines(hits: list[SearchHit]) -> tuple[list[str], list[str]]:
+Order = Literal["date", "relevance"]
+# what the prompt says of the order the items are listed in
+ORDER_NOTE = {"date": "oldest first", "relevance": "most relevant first"}
+
+
+def memory_lines(hits: list[SearchHit], order: Order = "date") -> tuple[list[str], list[str]]:
     """Facts ("date | fact") and conversation excerpts ("date | speaker: words"),
-    each tier oldest first, so that "the most recent" is where the model looks last."""
-    ordered = sorted(hits, key=lambda h: h.memory.timestamp)
+    each tier oldest first ("date": "the most recent" is where the model looks
+    last), or as search ranked them ("relevance": the best match first)."""
+    ordered = sorted(hits, key=lambda h: h.memory.timestamp) if order == "date" else list(hits)
     facts = [
         f"{h.memory.timestamp:%Y-%m-%d} | {h.memory.content}" for h in ordered if h.kind == "fact"
     ]
@@ -45,17 +52,21 @@ class Answer(BaseModel):
 
 
 class Answerer:
-    def __init__(self, llm: LLM, max_tokens: int = 200) -> None:
+    """`order`: how the items are listed (docs/benchmarks.md measures both)."""
+
+    def __init__(self, llm: LLM, max_tokens: int = 200, order: Order = "date") -> None:
         self.llm = llm
         self.max_tokens = max_tokens
+        self.order: Order = order
         self._system = (PROMPTS / "answer_system.txt").read_text(encoding="utf-8")
         self._user = Template((PROMPTS / "answer_user.txt").read_text(encoding="utf-8"))
 
     def prompt(
         self, question: str, hits: list[SearchHit], asked_at: datetime | None = None
     ) -> list[dict[str, str]]:
-        facts, excerpts = memory_lines(hits)
+        facts, excerpts = memory_lines(hits, self.order)
         user = self._user.substitute(
+            order=ORDER_NOTE[self.order],
             facts="\n".join(facts) if facts else "(none)",
             excerpts="\n".join(excerpts) if excerpts else "(none)",
             asked_at=f"Today is {asked_at:%Y-%m-%d}." if asked_at else "",

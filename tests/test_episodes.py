@@ -170,6 +170,26 @@ def test_answer_shows_facts_and_excerpts_apart(mem: Memory, llm: ScriptedLLM) ->
     assert "2029-02-13 | user: I moved to Porto. I teach the cello there." in excerpts
 
 
+def test_the_answerer_lists_hits_by_date_or_as_ranked() -> None:
+    from deltamem.answer import Answerer
+    from deltamem.types import MemoryItem, SearchHit
+
+    def hit(text: str, days: int) -> SearchHit:
+        at = T0 + timedelta(days=days)
+        item = MemoryItem(
+            id=text[:3], user_id="u", content=text, timestamp=at, created_at=at, updated_at=at
+        )
+        return SearchHit(memory=item, score=1.0 / (days + 2), kind="fact")
+
+    ranked = [hit("Ana works at Fernhill Labs.", 9), hit("Ana works at Northwind Bank.", 0)]
+    by_date = Answerer(ScriptedLLM()).prompt("Where does Ana work?", ranked)[1]["content"]
+    assert "(date | fact), oldest first:" in by_date
+    assert by_date.index("Northwind") < by_date.index("Fernhill")
+    by_rank = Answerer(ScriptedLLM(), order="relevance").prompt("Where does Ana work?", ranked)
+    text = by_rank[1]["content"]
+    assert "most relevant first:" in text and text.index("Fernhill") < text.index("Northwind")
+
+
 def test_replay_keeps_the_episodes(mem: Memory, llm: ScriptedLLM) -> None:
     llm.push(ops(add("Alice plays the cello.")))
     mem.add([{"role": "user", "content": "I play the cello."}], user_id="alice", session_id="s1")

@@ -270,6 +270,9 @@ def answer(
     systems: Annotated[
         str | None, typer.Option("--systems", help="Only these systems' questions.")
     ] = None,
+    order: Annotated[
+        str, typer.Option(help="List the hits by date (oldest first) or by relevance.")
+    ] = "date",
     llm: LLMOpt = None,
     judge: JudgeOpt = "none",
     data: Annotated[
@@ -287,6 +290,8 @@ def answer(
     from deltamem.bench.reanswer import ReanswerRun, reanswer
     from deltamem.llm import make_llm
 
+    if order not in ("date", "relevance"):
+        raise typer.BadParameter("--order is date or relevance")
     model = make_llm(llm, timeout=timeout)
     with _own(out), progress_bars() as advance:
         log_calls(model, out)
@@ -296,6 +301,7 @@ def answer(
             k=k,
             systems=tuple(n.strip() for n in (systems or "").split(",") if n.strip()),
             resume=resume,
+            order="relevance" if order == "relevance" else "date",
         )
         n = reanswer(job, model, progress=advance)
         console.print(f"[bold]{n}[/bold] questions answered → {out}")

@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from deltamem.answer import Answerer
+from deltamem.answer import Answerer, Order
 from deltamem.bench.answering import as_search_hits, error_text
 from deltamem.bench.log import RESULTS, ResultLog, read_records
 from deltamem.bench.metrics import locomo as lm
@@ -40,6 +40,7 @@ class ReanswerRun:
     k: int | None = None  # answer from the first k hits only (None: all logged)
     systems: tuple[str, ...] = ()  # only these systems' questions (empty: all)
     resume: bool = False
+    order: Order = "date"  # how the answerer lists the hits
 
 
 def is_question(rec: dict[str, Any]) -> bool:
@@ -90,7 +91,7 @@ def reanswer(
     records = list(read_records(run.source / RESULTS))
     run.out.mkdir(parents=True, exist_ok=True)
     log = ResultLog(run.out / RESULTS, resume=run.resume)
-    answerer = Answerer(llm)
+    answerer = Answerer(llm, order=run.order)
     answered = 0
     try:
         for rec in records:
@@ -107,7 +108,13 @@ def reanswer(
     finally:
         log.close()
     _carry_judgments(run.source, run.out, {str(r["key"]) for r in records if is_question(r)})
-    manifest = {"source": str(run.source), "k": run.k, "llm": llm.name, "systems": run.systems}
+    manifest = {
+        "source": str(run.source),
+        "k": run.k,
+        "order": run.order,
+        "llm": llm.name,
+        "systems": run.systems,
+    }
     (run.out / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     return answered
 
