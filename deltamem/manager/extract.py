@@ -61,6 +61,19 @@ _FREE = frozenset(
 )
 
 
+_FREE_STEMS = frozenset(stem(w) for w in _FREE)
+
+
+def person_stems(subject: str) -> set[str]:
+    """Stems of the words that name the person ("user" always does)."""
+    return {stem(w.lower()) for w in words(subject)} - {"the"} | {"user"}
+
+
+def content_stems(fact: str, names: set[str]) -> set[str]:
+    """A fact's content words, stemmed, less the person's name and the free words."""
+    return {stem(t) for t in terms(fact, limit=64)} - names - _FREE_STEMS
+
+
 class FactsReply(BaseModel):
     facts: list[StrictStr]
 
@@ -180,10 +193,10 @@ def refusal(fact: str, subject: str, said: str, before: Message | None) -> str |
         return "fragment, not a fact"
     if first_person(fact):
         return "first person: the user's words, not a fact about them"
-    names = {stem(w.lower()) for w in words(subject)} - {"the"} | {"user"}
+    names = person_stems(subject)
     if not {stem(w.lower()) for w in words(fact)} & names:
         return "does not name the person"
-    content = {stem(t) for t in terms(fact, limit=64)} - names - {stem(w) for w in _FREE}
+    content = content_stems(fact, names)
     if not content:
         return "says nothing about the person"
     own = {stem(t) for t in terms(said, limit=100_000)}
@@ -205,8 +218,7 @@ def news(fact: str, subject: str, said_before: set[str]) -> bool:
     their topic; a fact made only of words said before ("... is focused on his
     goals", "... is committed to the team") restates what earlier turns gave, in
     vaguer words. Measured by replaying logged runs (docs/benchmarks.md)."""
-    names = {stem(w.lower()) for w in words(subject)}
-    content = {stem(t) for t in terms(fact, limit=64)} - names - {stem(w) for w in _FREE}
+    content = content_stems(fact, person_stems(subject))
     return not content or bool(content - said_before)
 
 
