@@ -29,6 +29,11 @@ class Row(Protocol):
     def __getitem__(self, key: str, /) -> Any: ...
 
 
+def stored_agent(agent_id: str | None) -> str:
+    """The agent_id column of a write: '' for none (read back as None)."""
+    return agent_id or ""
+
+
 def _as_is(value: Any) -> Any:
     return value
 

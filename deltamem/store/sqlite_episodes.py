@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from deltamem.store.base import PlannedEpisode, StoreError
-from deltamem.store.rows import SQLITE_ROWS
+from deltamem.store.base import PlannedEpisode
+from deltamem.store.common import check_embedding
+from deltamem.store.rows import SQLITE_ROWS, stored_agent
 from deltamem.store.sqlite_sql import count_rows
 from deltamem.store.vectors import Bank, VectorCache
 from deltamem.types import Episode, SearchFilters, SessionRecord
@@ -33,15 +34,14 @@ class SQLiteEpisodes:
         users: set[str] = set()
         for pe in episodes:
             ep = pe.episode
-            if pe.embedding.shape != (self.dim,):
-                raise StoreError(f"embedding of shape {pe.embedding.shape}, expected {self.dim}")
+            check_embedding(pe.embedding, self.dim)
             cur = db.execute(
                 """INSERT OR IGNORE INTO episodes (id, user_id, agent_id, session_id, turn, role,
                    name, content, ts, timestamp, embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?)""",
                 (
                     ep.id,
                     ep.user_id,
-                    ep.agent_id or "",
+                    stored_agent(ep.agent_id),
                     ep.session_id,
                     ep.turn,
                     ep.role,
@@ -91,14 +91,14 @@ class SQLiteEpisodes:
         with self._tx() as db:
             row = db.execute(
                 "SELECT 1 FROM sessions WHERE user_id=? AND agent_id=? AND session_id=?",
-                (rec.user_id, rec.agent_id or "", rec.session_id),
+                (rec.user_id, stored_agent(rec.agent_id), rec.session_id),
             ).fetchone()
             if row is None:  # reset meanwhile: nothing to index
                 return 0
             added = self._insert_episodes(db, episodes)
             db.execute(
                 "UPDATE sessions SET indexed=1 WHERE user_id=? AND agent_id=? AND session_id=?",
-                (rec.user_id, rec.agent_id or "", rec.session_id),
+                (rec.user_id, stored_agent(rec.agent_id), rec.session_id),
             )
             return added
 

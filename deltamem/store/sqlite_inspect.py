@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from deltamem.llm.base import CallRecord
-from deltamem.store.base import StoreError
+from deltamem.store.common import check_embedding
+from deltamem.store.rows import stored_agent
 from deltamem.types import Operation, utcnow
 
 
@@ -42,6 +43,8 @@ class SQLiteInspection:
         _tx: Callable[[], AbstractContextManager[sqlite3.Connection]]
         _read: Callable[..., list[sqlite3.Row]]
         _bump: Callable[[sqlite3.Connection, str], None]
+        _log_history: Callable[..., None]
+        _reindex_keywords: Callable[[sqlite3.Connection, int, str, list[str]], None]
 
     def edit(
         self,
@@ -51,8 +54,7 @@ class SQLiteInspection:
         keywords: list[str],
         actor: str = "person",
     ) -> Operation | None:
-        if embedding.shape != (self.dim,):
-            raise StoreError(f"embedding of shape {embedding.shape}, expected {self.dim}")
+        check_embedding(embedding, self.dim)
         now = utcnow().isoformat()
         with self._tx() as db:
             row = db.execute(
@@ -72,15 +74,9 @@ class SQLiteInspection:
                     row["rowid"],
                 ),
             )
-            db.execute("DELETE FROM memories_fts WHERE rowid=?", (row["rowid"],))
-            db.execute(
-                "INSERT INTO memories_fts (rowid, content, keywords) VALUES (?,?,?)",
-                (row["rowid"], content, " ".join(keywords)),
-            )
-            db.execute(
-                """INSERT INTO history (memory_id, user_id, op, old_content, new_content,
-                   session_id, actor, at) VALUES (?,?,?,?,?,?,?,?)""",
-                (memory_id, row["user_id"], "update", row["content"], content, None, actor, now),
+            self._reindex_keywords(db, row["rowid"], content, keywords)
+            self._log_history(
+                db, memory_id, row["user_id"], "update", row["content"], content, None, actor, now
             )
             self._bump(db, row["user_id"])
         return Operation(
@@ -109,6 +105,6 @@ class SQLiteInspection:
         rows = self._read(
             """SELECT * FROM llm_calls WHERE user_id=? AND session_id=? AND agent_id=?
                ORDER BY id""",
-            (user_id, session_id, agent_id or ""),
+            (user_id, session_id, stored_agent(agent_id)),
         )
         return [call_of(r) for r in rows]

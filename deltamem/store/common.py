@@ -1,0 +1,93 @@
+"""What the SQLite and PostgreSQL stores do alike, whatever their SQL dialect: the
+migration scripts in order, the checks before a write, the operations a write
+reports, and the row a model call is logged as."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import numpy as np
+
+from deltamem.llm.base import CallRecord
+from deltamem.store.base import PlannedWrite, SessionConflict, StoreError
+from deltamem.store.rows import Row, stored_agent
+from deltamem.types import Operation, SessionRecord
+
+# the llm_calls columns `call_values` fills, in its order
+CALL_COLUMNS = (
+    "at, model, purpose, prompt_tokens, completion_tokens, cached_tokens, seconds, ok, "
+    "error, reply, user_id, agent_id, session_id"
+)
+
+
+def migration_scripts(package: str) -> list[tuple[int, str]]:
+    """(version, SQL) of each script in a migrations package, oldest first; a script's
+    name starts with its version (`003_episodes.sql`)."""
+    scripts = sorted(
+        (p for p in resources.files(package).iterdir() if p.name.endswith(".sql")),
+        key=lambda p: p.name,
+    )
+    return [(int(p.name.split("_", 1)[0]), p.read_text()) for p in scripts]
+
+
+def check_embedding(embedding: np.ndarray, dim: int, *, finite: bool = False) -> None:
+    """Refuse an embedding of another shape than the store's, and with `finite` one
+    holding NaN or infinite values (pgvector refuses them)."""
+    if embedding.shape != (dim,):
+        raise StoreError(f"embedding of shape {embedding.shape}, expected {dim}")
+    if finite and not np.isfinite(embedding).all():
+        raise StoreError("embedding holds NaN or infinite values")
+
+
+def check_unapplied(state: Row | None, session_id: str) -> None:
+    """Refuse to apply a session missing from the log (`state` is its row) or applied."""
+    if state is None:
+        raise StoreError(f"session {session_id!r} is not in the log")
+    if state["status"] == "applied":
+        raise StoreError(f"session {session_id!r} is already applied")
+
+
+def conflict(rec: SessionRecord) -> SessionConflict:
+    return SessionConflict(
+        f"session {rec.session_id!r} of user {rec.user_id!r} is already logged "
+        "with different content; give the new session its own id"
+    )
+
+
+def added(memory_id: str, w: PlannedWrite) -> Operation:
+    return Operation(
+        op="add", memory_id=memory_id, content=w.content, memory_type=w.memory_type, turns=w.turns
+    )
+
+
+def updated(w: PlannedWrite, old_content: str) -> Operation:
+    """The update `w` made of a memory that held `old_content` (`w.memory_type` is the
+    type the memory has now)."""
+    return Operation(
+        op="update",
+        memory_id=w.memory_id,
+        content=w.content,
+        old_content=old_content,
+        memory_type=w.memory_type,
+        turns=w.turns,
+    )
+
+
+def call_values(rec: CallRecord, at: object, ok: object) -> tuple[object, ...]:
+    """A model call's llm_calls row (CALL_COLUMNS), with its instant and outcome as the
+    backend stores them; the agent is recorded only for a call made for a session."""
+    return (
+        at,
+        rec.model,
+        rec.purpose,
+        rec.prompt_tokens,
+        rec.completion_tokens,
+        rec.cached_tokens,
+        rec.seconds,
+        ok,
+        rec.error,
+        rec.reply,
+        rec.user_id,
+        None if rec.session_id is None else stored_agent(rec.agent_id),
+        rec.session_id,
+    )
