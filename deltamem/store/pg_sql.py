@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -12,6 +12,20 @@ import numpy as np
 from deltamem.types import SearchFilters
 
 FTS_CONFIG = "deltamem_fts"  # text search config made by the first migration
+SESSION_KEY = "user_id=%s AND agent_id=%s AND session_id=%s"  # one session's row
+
+
+def holds_nul(params: Sequence[Any]) -> bool:
+    """Whether a text parameter (or one in a list) holds a NUL. PostgreSQL text cannot
+    store one (psycopg refuses to send it: DataError), so no stored value equals such
+    a parameter: a lookup by it finds nothing, as it does on SQLite, instead of
+    failing. Ids cannot hold one (deltamem/ids.py); this covers library callers."""
+    for p in params:
+        if isinstance(p, str) and "\x00" in p:
+            return True
+        if isinstance(p, (list, tuple)) and any(isinstance(q, str) and "\x00" in q for q in p):
+            return True
+    return False
 
 
 def vector_literal(v: np.ndarray) -> str:

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import psycopg
 
-from deltamem.store.base import PlannedEpisode, StoreError
+from deltamem.store.base import PlannedEpisode
+from deltamem.store.common import check_embedding
 from deltamem.store.pg_sql import bump_search_version, filter_sql, fold, vector_literal
-from deltamem.store.rows import POSTGRES_ROWS
+from deltamem.store.rows import POSTGRES_ROWS, stored_agent
 from deltamem.types import Episode, SearchFilters, SessionRecord
 
 Row = dict[str, Any]
@@ -42,10 +43,7 @@ class PostgresEpisodes:
         added = 0
         for pe in episodes:
             ep = pe.episode
-            if pe.embedding.shape != (self.dim,):
-                raise StoreError(f"embedding of shape {pe.embedding.shape}, expected {self.dim}")
-            if not np.isfinite(pe.embedding).all():
-                raise StoreError("embedding holds NaN or infinite values")
+            check_embedding(pe.embedding, self.dim, finite=True)
             row = cur.execute(
                 """INSERT INTO episodes (id, user_id, agent_id, session_id, turn, role, name,
                    content, ts, timestamp, embedding, fts_text)
@@ -54,7 +52,7 @@ class PostgresEpisodes:
                 (
                     ep.id,
                     ep.user_id,
-                    ep.agent_id or "",
+                    stored_agent(ep.agent_id),
                     ep.session_id,
                     ep.turn,
                     ep.role,
@@ -76,7 +74,7 @@ class PostgresEpisodes:
         return [POSTGRES_ROWS.session(r) for r in rows]
 
     def index_episodes(self, rec: SessionRecord, episodes: list[PlannedEpisode]) -> int:
-        key = (rec.user_id, rec.agent_id or "", rec.session_id)
+        key = (rec.user_id, stored_agent(rec.agent_id), rec.session_id)
         with self._tx() as cur:
             row = cur.execute(
                 """SELECT 1 FROM sessions WHERE user_id=%s AND agent_id=%s AND session_id=%s

@@ -13,8 +13,9 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from deltamem.llm.base import CallRecord
-from deltamem.store.base import StoreError
+from deltamem.store.common import check_embedding
 from deltamem.store.pg_sql import bump_search_version, fold, vector_literal
+from deltamem.store.rows import stored_agent
 from deltamem.types import Operation, utcnow
 
 Row = dict[str, Any]
@@ -43,6 +44,7 @@ class PostgresInspection:
         dim: int
         _tx: Callable[[], AbstractContextManager[psycopg.Cursor[Row]]]
         _read: Callable[..., list[Row]]
+        _log_history: Callable[..., None]
 
     def edit(
         self,
@@ -52,9 +54,8 @@ class PostgresInspection:
         keywords: list[str],
         actor: str = "person",
     ) -> Operation | None:
-        if embedding.shape != (self.dim,):
-            raise StoreError(f"embedding of shape {embedding.shape}, expected {self.dim}")
-        if "\x00" in memory_id:  # no stored id holds one (see PostgresStore._holds_nul)
+        check_embedding(embedding, self.dim)
+        if "\x00" in memory_id:  # no stored id holds one (see pg_sql.holds_nul)
             return None
         now = utcnow()
         with self._tx() as cur:
@@ -77,10 +78,8 @@ class PostgresInspection:
                     memory_id,
                 ),
             )
-            cur.execute(
-                """INSERT INTO history (memory_id, user_id, op, old_content, new_content,
-                   session_id, actor, at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s)""",
-                (memory_id, row["user_id"], "update", row["content"], content, None, actor, now),
+            self._log_history(
+                cur, memory_id, row["user_id"], "update", row["content"], content, None, actor, now
             )
             bump_search_version(cur, row["user_id"], "memories")
         return Operation(
@@ -110,6 +109,6 @@ class PostgresInspection:
         rows = self._read(
             """SELECT * FROM llm_calls WHERE user_id=%s AND session_id=%s AND agent_id=%s
                ORDER BY id""",
-            (user_id, session_id, agent_id or ""),
+            (user_id, session_id, stored_agent(agent_id)),
         )
         return [call_of(r) for r in rows]

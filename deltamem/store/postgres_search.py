@@ -22,7 +22,7 @@ import numpy as np
 import psycopg
 
 from deltamem.store.pg_bank import PgBank, Postings, parse_tsvector, query_lexeme
-from deltamem.store.pg_sql import FTS_CONFIG, fold, knn, text_rank, vector_literal
+from deltamem.store.pg_sql import FTS_CONFIG, filter_sql, fold, knn, text_rank, vector_literal
 from deltamem.store.vectors import VectorCache
 from deltamem.types import SearchFilters
 
@@ -41,6 +41,32 @@ class PostgresSearch:
         _read: Callable[..., list[Row]]
 
     _caches: dict[str, VectorCache]
+
+    def dense_search(
+        self,
+        user_id: str,
+        vector: np.ndarray,
+        k: int,
+        agent_id: str | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[tuple[str, float]]:
+        if k <= 0:
+            return []
+        where = filter_sql(agent_id, filters)
+        return self._dense("memories", user_id, vector, k, agent_id, filters, where)
+
+    def keyword_search(
+        self,
+        user_id: str,
+        terms: list[str],
+        k: int,
+        agent_id: str | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[tuple[str, float]]:
+        if not terms:
+            return []
+        where = filter_sql(agent_id, filters)
+        return self._keywords("memories", user_id, terms, k, agent_id, filters, where)
 
     def _cache(self, table: str) -> VectorCache:
         if not hasattr(self, "_caches"):

@@ -1,0 +1,275 @@
+"""The memory bank of the PostgreSQL store: applying a session's writes, deleting
+and resetting, each change recorded in the memories' history, and reading
+memories back. Every write bumps the user's search version in its transaction,
+which tells each process's cached bank (`postgres_search.py`) to reload. A mixin
+of `PostgresStore`, which owns the connection."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from deltamem.store.base import PlannedWrite, StoreError, UnknownMemory
+from deltamem.store.common import added, check_embedding, check_unapplied, updated
+from deltamem.store.pg_sql import (
+    SESSION_KEY,
+    bump_search_version,
+    filter_sql,
+    fold,
+    holds_nul,
+    vector_literal,
+)
+from deltamem.store.rows import POSTGRES_ROWS, stored_agent
+from deltamem.types import HistoryEntry, MemoryItem, Operation, SearchFilters, SessionRecord, utcnow
+
+Row = dict[str, Any]
+
+_MEMORY_COLS = (
+    "id, user_id, agent_id, content, timestamp, memory_type, keywords, session_id, turns, "
+    "created_at, updated_at, version"
+)
+
+
+def _fts_text(w: PlannedWrite) -> str:
+    return fold(" ".join([w.content, *w.keywords]))
+
+
+class PostgresMemories:
+    if TYPE_CHECKING:  # provided by PostgresStore
+        dim: int
+        _tx: Callable[[], AbstractContextManager[psycopg.Cursor[Row]]]
+        _read: Callable[..., list[Row]]
+
+    # --- writes ------------------------------------------------------------------
+    def apply_session(
+        self, session: SessionRecord, writes: list[PlannedWrite], noops: list[Operation]
+    ) -> list[Operation]:
+        now = utcnow()
+        key = (session.user_id, stored_agent(session.agent_id), session.session_id)
+        applied: list[Operation] = []
+        with self._tx() as cur:
+            # The row lock makes a concurrent apply of the same session wait, then refuse.
+            state = cur.execute(
+                f"SELECT status FROM sessions WHERE {SESSION_KEY} FOR UPDATE", key
+            ).fetchone()
+            check_unapplied(state, session.session_id)
+            for w in writes:
+                check_embedding(w.embedding, self.dim, finite=True)
+                if w.op == "add":
+                    applied.append(self._insert(cur, session, w, now))
+                elif w.op == "update":
+                    applied.append(self._update(cur, session, w, now))
+                else:
+                    raise StoreError(f"cannot apply operation {w.op!r}")
+            ops = applied + noops
+            cur.execute(
+                f"""UPDATE sessions SET status='applied', error=NULL, operations=%s,
+                    applied_at=%s, attempts=attempts+1, deferred=false WHERE {SESSION_KEY}""",
+                (Jsonb([o.model_dump(mode="json") for o in ops]), now, *key),
+            )
+            if writes:
+                bump_search_version(cur, session.user_id, "memories")
+        return ops
+
+    @staticmethod
+    def _log_history(cur: psycopg.Cursor[Row], *values: Any) -> None:
+        """One history row: memory_id, user_id, op, old_content, new_content, session_id,
+        actor, at."""
+        cur.execute(
+            """INSERT INTO history (memory_id, user_id, op, old_content, new_content, session_id,
+               actor, at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s)""",
+            values,
+        )
+
+    def _insert(
+        self, cur: psycopg.Cursor[Row], session: SessionRecord, w: PlannedWrite, now: datetime
+    ) -> Operation:
+        mid = w.memory_id or uuid.uuid4().hex
+        if w.memory_id:
+            cur.execute("SELECT 1 FROM memories WHERE id=%s", (mid,))
+            if cur.fetchone():
+                raise StoreError(f"a memory {mid!r} exists already")
+        cur.execute(
+            """INSERT INTO memories (id, user_id, agent_id, content, ts, timestamp, memory_type,
+               keywords, session_id, turns, created_at, updated_at, embedding, fts_text)
+               VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::vector,%s)""",
+            (
+                mid,
+                session.user_id,
+                stored_agent(session.agent_id),
+                w.content,
+                session.timestamp.timestamp(),
+                session.timestamp.isoformat(),
+                w.memory_type or "",
+                Jsonb(w.keywords),
+                session.session_id,
+                Jsonb(w.turns),
+                now,
+                now,
+                vector_literal(w.embedding),
+                _fts_text(w),
+            ),
+        )
+        self._log_history(
+            cur, mid, session.user_id, "add", None, w.content, session.session_id, "manager", now
+        )
+        return added(mid, w)
+
+    def _update(
+        self, cur: psycopg.Cursor[Row], session: SessionRecord, w: PlannedWrite, now: datetime
+    ) -> Operation:
+        row = cur.execute(
+            "SELECT content, memory_type FROM memories WHERE id=%s AND user_id=%s FOR UPDATE",
+            (w.memory_id, session.user_id),
+        ).fetchone()
+        if row is None:
+            raise UnknownMemory(f"update of unknown memory {w.memory_id!r}")
+        w.memory_type = w.memory_type or row["memory_type"] or None
+        cur.execute(
+            """UPDATE memories SET content=%s, ts=%s, timestamp=%s, memory_type=%s, keywords=%s,
+               session_id=%s, turns=%s, updated_at=%s, version=version+1, embedding=%s::vector,
+               fts_text=%s WHERE id=%s""",
+            (
+                w.content,
+                session.timestamp.timestamp(),
+                session.timestamp.isoformat(),
+                w.memory_type or "",
+                Jsonb(w.keywords),
+                session.session_id,
+                Jsonb(w.turns),
+                now,
+                vector_literal(w.embedding),
+                _fts_text(w),
+                w.memory_id,
+            ),
+        )
+        self._log_history(
+            cur,
+            w.memory_id,
+            session.user_id,
+            "update",
+            row["content"],
+            w.content,
+            session.session_id,
+            "manager",
+            now,
+        )
+        return updated(w, row["content"])
+
+    def delete(self, memory_id: str, actor: str = "api") -> bool:
+        if holds_nul([memory_id]):
+            return False
+        with self._tx() as cur:
+            row = cur.execute(
+                "DELETE FROM memories WHERE id=%s RETURNING user_id, content", (memory_id,)
+            ).fetchone()
+            if row is None:
+                return False
+            self._log_history(
+                cur,
+                memory_id,
+                row["user_id"],
+                "delete",
+                row["content"],
+                None,
+                None,
+                actor,
+                utcnow(),
+            )
+            bump_search_version(cur, row["user_id"], "memories")
+            return True
+
+    def reset(self, user_id: str, agent_id: str | None = None, keep_log: bool = False) -> int:
+        if holds_nul([user_id, agent_id]):
+            return 0
+        scope, params = "user_id=%s", [user_id]
+        if agent_id is not None:
+            scope += " AND agent_id=%s"
+            params.append(agent_id)
+        with self._tx() as cur:
+            ids = [
+                r["id"]
+                for r in cur.execute(
+                    f"DELETE FROM memories WHERE {scope} RETURNING id", params
+                ).fetchall()
+            ]
+            if agent_id is None:
+                cur.execute("DELETE FROM history WHERE user_id=%s", (user_id,))
+            else:
+                cur.execute("DELETE FROM history WHERE memory_id = ANY(%s)", (ids,))
+            if keep_log:
+                cur.execute(
+                    f"""UPDATE sessions SET status='pending', operations=NULL, applied_at=NULL,
+                        error=NULL WHERE {scope}""",
+                    params,
+                )
+            else:
+                cur.execute(f"DELETE FROM sessions WHERE {scope}", params)
+                cur.execute(f"DELETE FROM episodes WHERE {scope}", params)
+                # the raw replies quote the user: forgotten with them
+                cur.execute(f"DELETE FROM llm_calls WHERE {scope}", params)
+            bump_search_version(cur, user_id, "memories", *([] if keep_log else ["episodes"]))
+            return len(ids)
+
+    # --- reads ---------------------------------------------------------------------
+    def get(self, memory_id: str) -> MemoryItem | None:
+        rows = self._read(f"SELECT {_MEMORY_COLS} FROM memories WHERE id=%s", (memory_id,))
+        return POSTGRES_ROWS.memory(rows[0]) if rows else None
+
+    def get_many(self, memory_ids: list[str]) -> list[MemoryItem]:
+        if not memory_ids:
+            return []
+        rows = self._read(
+            f"SELECT {_MEMORY_COLS} FROM memories WHERE id = ANY(%s)", (list(memory_ids),)
+        )
+        found = {r["id"]: POSTGRES_ROWS.memory(r) for r in rows}
+        return [found[i] for i in memory_ids if i in found]
+
+    @staticmethod
+    def _limit(n: int | None) -> int | None:
+        """SQLite's LIMIT: a negative one means none (LIMIT NULL here)."""
+        return None if n is None or n < 0 else int(n)
+
+    def list_memories(
+        self,
+        user_id: str,
+        agent_id: str | None = None,
+        filters: SearchFilters | None = None,
+        limit: int | None = None,
+    ) -> list[MemoryItem]:
+        extra, params = filter_sql(agent_id, filters)
+        rows = self._read(
+            f"""SELECT {_MEMORY_COLS} FROM memories WHERE user_id=%s{extra}
+                ORDER BY ts, seq LIMIT %s""",
+            [user_id, *params, self._limit(limit)],
+        )
+        return [POSTGRES_ROWS.memory(r) for r in rows]
+
+    def history(self, memory_id: str) -> list[HistoryEntry]:
+        rows = self._read("SELECT * FROM history WHERE memory_id=%s ORDER BY id", (memory_id,))
+        return [POSTGRES_ROWS.history(r) for r in rows]
+
+    def session_writes(self, session_id: str, user_id: str | None = None) -> dict[str, str]:
+        sql = """SELECT memory_id, new_content FROM history WHERE session_id=%s
+                 AND op IN ('add','update')"""
+        params: list[Any] = [session_id]
+        if user_id is not None:
+            sql += " AND user_id=%s"
+            params.append(user_id)
+        written: dict[str, str] = {}
+        for r in self._read(sql + " ORDER BY id", params):
+            written[r["memory_id"]] = r["new_content"]  # the session's last word on it
+        return written
+
+    def count(self, user_id: str, agent_id: str | None = None) -> int:
+        extra, params = filter_sql(agent_id, None)
+        rows = self._read(
+            f"SELECT count(*) AS n FROM memories WHERE user_id=%s{extra}", [user_id, *params]
+        )
+        return int(rows[0]["n"])
