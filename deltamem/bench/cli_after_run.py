@@ -1,0 +1,192 @@
+"""`deltamem bench` commands over a finished run or the judges: answer a run's
+questions again, rebuild its report, print its tables, and measure a judge's
+agreement with hand labels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from deltamem.bench.cli_options import (
+    JudgeModeOpt,
+    JudgeOpt,
+    LLMOpt,
+    OutOpt,
+    TimeoutOpt,
+    console,
+    judge_kinds,
+    judge_llm_for,
+    own_run_dir,
+    print_summary,
+)
+from deltamem.cli.render import progress_bars
+
+
+def answer(
+    run: Annotated[
+        Path, typer.Argument(exists=True, file_okay=False, help="A finished run directory.")
+    ],
+    out: OutOpt,
+    k: Annotated[
+        int | None, typer.Option("--k", help="Answer from the first k logged hits (default all).")
+    ] = None,
+    systems: Annotated[
+        str | None, typer.Option("--systems", help="Only these systems' questions.")
+    ] = None,
+    order: Annotated[
+        str, typer.Option(help="List the hits by date (oldest first) or by relevance.")
+    ] = "date",
+    llm: LLMOpt = None,
+    judge: JudgeOpt = "none",
+    data: Annotated[
+        Path | None,
+        typer.Option("--data", exists=True, dir_okay=False, help="HaluMem JSONL (for the judges)."),
+    ] = None,
+    judge_mode: JudgeModeOpt = "auto",
+    resume: Annotated[bool, typer.Option(help="Skip questions already in OUT.")] = False,
+    timeout: TimeoutOpt = 900.0,
+) -> None:
+    """Answer a run's questions again from its log (each question's hits are kept),
+    with this --llm and --k, into OUT; HaluMem questions are then judged with
+    --judge (QA only: the other verdicts are carried over)."""
+    from deltamem.bench.log import RESULTS, log_calls, read_records
+    from deltamem.bench.reanswer import ReanswerRun, reanswer
+    from deltamem.llm import make_llm
+
+    if order not in ("date", "relevance"):
+        raise typer.BadParameter("--order is date or relevance")
+    model = make_llm(llm, timeout=timeout)
+    with own_run_dir(out), progress_bars() as advance:
+        log_calls(model, out)
+        job = ReanswerRun(
+            source=run,
+            out=out,
+            k=k,
+            systems=tuple(n.strip() for n in (systems or "").split(",") if n.strip()),
+            resume=resume,
+            order="relevance" if order == "relevance" else "date",
+        )
+        n = reanswer(job, model, progress=advance)
+        console.print(f"[bold]{n}[/bold] questions answered → {out}")
+        records = list(read_records(out / RESULTS))
+        if any("category" in r for r in records if r.get("kind") == "question"):
+            from deltamem.bench.locomo import write_metrics as locomo_metrics
+
+            metrics = locomo_metrics(out)
+        else:
+            from deltamem.bench.halumem import write_metrics
+
+            judge_llm = judge_llm_for(judge, llm, model, timeout, out)
+            if judge_llm is not None:
+                from deltamem.bench.judges.halumem import judge_run
+
+                if data is None:
+                    raise typer.BadParameter("--judge needs --data (the HaluMem file)")
+                judge_run(
+                    out, data, judge_llm, progress=advance, kinds=judge_kinds("qa"), mode=judge_mode
+                )
+            metrics = write_metrics(out)
+    print_summary(metrics, out)
+
+
+def report(
+    out: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="A run's output dir.")],
+) -> None:
+    """Rebuild OUT/report.html from OUT/metrics.json and OUT/results.jsonl."""
+    from deltamem.bench.report import METRICS, write_report
+
+    if not (out / METRICS).exists():
+        raise typer.BadParameter(f"{out / METRICS} does not exist: run a benchmark first")
+    path = write_report(out)
+    console.print(f"[bold]report[/bold] → {path}")
+
+
+def tables(
+    out: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="A run's output dir.")],
+) -> None:
+    """Print a run's metrics (and LLM usage) as Markdown tables."""
+    from deltamem.bench.markdown import run_tables
+
+    if not (out / "metrics.json").exists():
+        raise typer.BadParameter(f"{out / 'metrics.json'} does not exist: run a benchmark first")
+    typer.echo(run_tables(out))
+
+
+def agreement(
+    judge: Annotated[str, typer.Option("--judge", help="LLM spec of the judge to measure.")],
+    labels: Annotated[
+        Path, typer.Option("--labels", exists=True, file_okay=False, help="Labels directory.")
+    ] = Path("bench/labels"),
+    data: Annotated[
+        Path, typer.Option("--data", help="HaluMem dev data the accuracy labels point into.")
+    ] = Path("../shared/data/halumem"),
+    out: Annotated[
+        Path, typer.Option("--out", help="Where answers and the verdict cache go.")
+    ] = Path("runs/agreement"),
+    judges: Annotated[
+        str, typer.Option("--judges", help="Comma-separated subset of the judges.")
+    ] = "integrity,accuracy,update,qa,locomo",
+    judge_mode: JudgeModeOpt = "auto",
+    split: Annotated[
+        str, typer.Option("--split", help="Labels half: test (report), tune, or all.")
+    ] = "test",
+    timeout: TimeoutOpt = 900.0,
+) -> None:
+    """The judge's agreement with hand labels: n, accuracy, Cohen's kappa, confusion."""
+    from rich.table import Table
+
+    from deltamem.bench.agreement import JUDGES, LabelError, run_agreement
+    from deltamem.llm import make_llm
+
+    names = [j.strip() for j in judges.split(",") if j.strip()]
+    unknown = [j for j in names if j not in JUDGES]
+    if unknown or not names:
+        raise typer.BadParameter(f"unknown judge(s) {unknown}; choose from {', '.join(JUDGES)}")
+    model = make_llm(judge, timeout=timeout)
+    try:
+        with own_run_dir(out), progress_bars() as advance:
+            report = run_agreement(
+                labels,
+                model,
+                data=data,
+                out=out,
+                judges=names,
+                mode=judge_mode,
+                split=split,
+                progress=advance,
+            )
+    except (LabelError, ValueError) as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    meta = report["_meta"]
+    table = Table(title=f"judge agreement ({model.name}, {meta['mode']}, {meta['split']} half)")
+    for col in ("judge", "n", "accuracy", "kappa", "skipped"):
+        table.add_column(col)
+    for name in names:
+        r = report.get(name)
+        if r is None:
+            continue
+        rows = [(name, r)] + ([("accuracy.included", r["included"])] if "included" in r else [])
+        for label, s in rows:
+            table.add_row(
+                label,
+                str(s["n"]),
+                "–" if s["accuracy"] is None else f"{s['accuracy']:.3f}",
+                "–" if s["kappa"] is None else f"{s['kappa']:.3f}",
+                str(r.get("skipped", 0) if label == name else ""),
+            )
+    console.print(table)
+    for name in names:
+        r = report.get(name)
+        if r is None:
+            continue
+        console.print(f"[bold]{name}[/bold] confusion (rows: human, columns: judge)")
+        cm = Table()
+        cm.add_column("human \\ judge")
+        for c in r["classes"]:
+            cm.add_column(str(c))
+        for c, row in zip(r["classes"], r["confusion"], strict=True):
+            cm.add_row(str(c), *map(str, row))
+        console.print(cm)
+    console.print(f"[bold]agreement[/bold] → {out / 'agreement.json'}")

@@ -1,0 +1,145 @@
+"""What the `deltamem bench` commands share: their options, the checks of the
+systems and judges named, the run directory held while a command writes it, the
+models of the systems and the judge (every call logged to the run), and the
+summary printed at the end."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+
+if TYPE_CHECKING:
+    from deltamem.embed import Embedder
+    from deltamem.llm.base import LLM
+
+console = Console(stderr=True)
+
+SystemsOpt = Annotated[str, typer.Option("--systems", help="Comma-separated system names.")]
+OutOpt = Annotated[Path, typer.Option("--out", help="Output directory.")]
+LLMOpt = Annotated[str | None, typer.Option("--llm", help="LLM spec of the systems.")]
+AdapterOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--adapter",
+        help="A GGUF LoRA (`deltamem train export`) on the systems' llama.cpp model "
+        "(default: the global --adapter / $DELTAMEM_ADAPTER); judges never get it.",
+    ),
+]
+JudgeOpt = Annotated[str, typer.Option("--judge", help="'none' or an LLM spec for judges.")]
+JudgeModeOpt = Annotated[
+    str,
+    typer.Option(
+        "--judge-mode",
+        help="rubric (one prompt per verdict, for strong judges), decomposed (code and "
+        "small checks, for the embedded model) or auto (decomposed for local).",
+    ),
+]
+EmbOpt = Annotated[str | None, typer.Option("--embedder", help="Embedder spec.")]
+TimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--timeout", help="Seconds one LLM call may take (a long session on a small CPU)."
+    ),
+]
+ResumeOpt = Annotated[bool, typer.Option(help="Skip items already in results.jsonl.")]
+KOpt = Annotated[int, typer.Option("--k", help="Items retrieved per question.")]
+
+
+def judge_kinds(spec: str) -> frozenset[str]:
+    """The HaluMem judges named in a comma-separated --judges (checked)."""
+    from deltamem.bench.judges.halumem import JUDGES
+
+    names = frozenset(n.strip() for n in spec.split(",") if n.strip())
+    if not names or names - JUDGES:
+        raise typer.BadParameter(
+            f"unknown judge in {spec!r}; choose from {', '.join(sorted(JUDGES))}",
+            param_hint="--judges",
+        )
+    return names
+
+
+def system_names(spec: str) -> list[str]:
+    """The systems named in a comma-separated --systems (checked)."""
+    from deltamem.bench.systems import SYSTEMS
+
+    names = [s.strip() for s in spec.split(",") if s.strip()]
+    unknown = [n for n in names if n not in SYSTEMS]
+    if not names or unknown:
+        raise typer.BadParameter(
+            f"unknown system(s) {', '.join(unknown) or '(none given)'}; "
+            f"choose from {', '.join(SYSTEMS)}"
+        )
+    return names
+
+
+@contextmanager
+def own_run_dir(out: Path) -> Iterator[None]:
+    """This process alone writes to OUT while the command runs."""
+    from deltamem.bench.log import RunDirBusy, exclusive_run
+
+    try:
+        with exclusive_run(out):
+            yield
+    except RunDirBusy as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+
+
+def adapter_or_global(adapter: str | None) -> str | None:
+    from deltamem.cli.options import OPTS
+
+    return adapter or OPTS.adapter
+
+
+def systems_setup(
+    systems: str,
+    embedder: str | None,
+    llm: str | None,
+    timeout: float,
+    out: Path,
+    adapter: str | None = None,
+) -> tuple[list[str], Embedder, LLM]:
+    """The systems' names (checked), the embedder, and the systems' model (with its
+    LoRA adapter, if any), whose every call goes to OUT/llm_calls.jsonl."""
+    from deltamem.bench.log import log_calls
+    from deltamem.embed import make_embedder
+    from deltamem.llm import make_llm
+
+    names = system_names(systems)
+    emb = make_embedder(embedder)
+    model = make_llm(llm, timeout=timeout, adapter=adapter_or_global(adapter))
+    log_calls(model, out)
+    return names, emb, model
+
+
+def judge_llm_for(
+    judge: str,
+    llm: str | None,
+    model: LLM,
+    timeout: float,
+    out: Path,
+    adapter: str | None = None,
+) -> LLM | None:
+    """The judge's LLM: None for --judge none, the systems' model when the specs match
+    (unless the systems' model carries an adapter: the judge is the base model)."""
+    from deltamem.bench.log import log_calls
+    from deltamem.llm import make_llm
+
+    if judge.strip().lower() == "none":
+        return None
+    if judge.strip() == (llm or "") and not adapter_or_global(adapter):
+        return model
+    judge_llm = make_llm(judge, timeout=timeout)
+    log_calls(judge_llm, out)
+    return judge_llm
+
+
+def print_summary(metrics: dict, out: Path) -> None:
+    console.print(f"[bold]metrics[/bold] → {out / 'metrics.json'}")
+    console.print_json(json.dumps(metrics, default=str)[:20000])
