@@ -1,10 +1,13 @@
 """What the SQLite and PostgreSQL stores do alike, whatever their SQL dialect: the
-migration scripts in order, the checks before a write, the operations a write
-reports, and the row a model call is logged as."""
+migration scripts in order, the checks before a write, what a write puts in the
+memory row, the operation it reports and the history row it leaves, a session's
+writes read back, and the row a model call is logged as."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from importlib import resources
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +21,9 @@ CALL_COLUMNS = (
     "at, model, purpose, prompt_tokens, completion_tokens, cached_tokens, seconds, ok, "
     "error, reply, user_id, agent_id, session_id"
 )
+
+# the history columns, in the order `history_row` gives them
+HISTORY_COLUMNS = "memory_id, user_id, op, old_content, new_content, session_id, actor, at"
 
 
 def migration_scripts(package: str) -> list[tuple[int, str]]:
@@ -71,6 +77,57 @@ def updated(w: PlannedWrite, old_content: str) -> Operation:
         memory_type=w.memory_type,
         turns=w.turns,
     )
+
+
+def written_values(
+    session: SessionRecord, w: PlannedWrite, encode_list: Callable[[list], object]
+) -> tuple[object, ...]:
+    """What an add or update sets in the memory row from the session and the write, in
+    this order: content, ts, timestamp, memory_type, keywords, session_id, turns (the
+    lists as the backend stores them)."""
+    return (
+        w.content,
+        session.timestamp.timestamp(),
+        session.timestamp.isoformat(),
+        w.memory_type or "",
+        encode_list(w.keywords),
+        session.session_id,
+        encode_list(w.turns),
+    )
+
+
+def history_row(op: Operation, session: SessionRecord, at: object) -> tuple[object, ...]:
+    """The history row (HISTORY_COLUMNS) of an add or update the manager applied for
+    `session`."""
+    return (
+        op.memory_id,
+        session.user_id,
+        op.op,
+        op.old_content,
+        op.content,
+        session.session_id,
+        "manager",
+        at,
+    )
+
+
+def read_session_writes(
+    read: Callable[[str, list[Any]], Sequence[Row]],
+    mark: str,
+    session_id: str,
+    user_id: str | None,
+) -> dict[str, str]:
+    """Store.session_writes over `read`, in a dialect whose placeholder is `mark`."""
+    sql = f"""SELECT memory_id, new_content FROM history WHERE session_id={mark}
+              AND op IN ('add','update')"""
+    params: list[Any] = [session_id]
+    if user_id is not None:
+        sql += f" AND user_id={mark}"
+        params.append(user_id)
+    written: dict[str, str] = {}
+    for r in read(sql + " ORDER BY id", params):
+        written[r["memory_id"]] = r["new_content"]  # the session's last word on it
+    return written
 
 
 def call_values(rec: CallRecord, at: object, ok: object) -> tuple[object, ...]:

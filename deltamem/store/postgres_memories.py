@@ -16,7 +16,16 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from deltamem.store.base import PlannedWrite, StoreError, UnknownMemory
-from deltamem.store.common import added, check_embedding, check_unapplied, updated
+from deltamem.store.common import (
+    HISTORY_COLUMNS,
+    added,
+    check_embedding,
+    check_unapplied,
+    history_row,
+    read_session_writes,
+    updated,
+    written_values,
+)
 from deltamem.store.pg_sql import (
     SESSION_KEY,
     bump_search_version,
@@ -79,11 +88,9 @@ class PostgresMemories:
 
     @staticmethod
     def _log_history(cur: psycopg.Cursor[Row], *values: Any) -> None:
-        """One history row: memory_id, user_id, op, old_content, new_content, session_id,
-        actor, at."""
+        """One history row, its values in the order of HISTORY_COLUMNS."""
         cur.execute(
-            """INSERT INTO history (memory_id, user_id, op, old_content, new_content, session_id,
-               actor, at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s)""",
+            f"INSERT INTO history ({HISTORY_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s,%s,%s)",
             values,
         )
 
@@ -103,23 +110,16 @@ class PostgresMemories:
                 mid,
                 session.user_id,
                 stored_agent(session.agent_id),
-                w.content,
-                session.timestamp.timestamp(),
-                session.timestamp.isoformat(),
-                w.memory_type or "",
-                Jsonb(w.keywords),
-                session.session_id,
-                Jsonb(w.turns),
+                *written_values(session, w, Jsonb),
                 now,
                 now,
                 vector_literal(w.embedding),
                 _fts_text(w),
             ),
         )
-        self._log_history(
-            cur, mid, session.user_id, "add", None, w.content, session.session_id, "manager", now
-        )
-        return added(mid, w)
+        op = added(mid, w)
+        self._log_history(cur, *history_row(op, session, now))
+        return op
 
     def _update(
         self, cur: psycopg.Cursor[Row], session: SessionRecord, w: PlannedWrite, now: datetime
@@ -136,31 +136,16 @@ class PostgresMemories:
                session_id=%s, turns=%s, updated_at=%s, version=version+1, embedding=%s::vector,
                fts_text=%s WHERE id=%s""",
             (
-                w.content,
-                session.timestamp.timestamp(),
-                session.timestamp.isoformat(),
-                w.memory_type or "",
-                Jsonb(w.keywords),
-                session.session_id,
-                Jsonb(w.turns),
+                *written_values(session, w, Jsonb),
                 now,
                 vector_literal(w.embedding),
                 _fts_text(w),
                 w.memory_id,
             ),
         )
-        self._log_history(
-            cur,
-            w.memory_id,
-            session.user_id,
-            "update",
-            row["content"],
-            w.content,
-            session.session_id,
-            "manager",
-            now,
-        )
-        return updated(w, row["content"])
+        op = updated(w, row["content"])
+        self._log_history(cur, *history_row(op, session, now))
+        return op
 
     def delete(self, memory_id: str, actor: str = "api") -> bool:
         if holds_nul([memory_id]):
@@ -256,16 +241,7 @@ class PostgresMemories:
         return [POSTGRES_ROWS.history(r) for r in rows]
 
     def session_writes(self, session_id: str, user_id: str | None = None) -> dict[str, str]:
-        sql = """SELECT memory_id, new_content FROM history WHERE session_id=%s
-                 AND op IN ('add','update')"""
-        params: list[Any] = [session_id]
-        if user_id is not None:
-            sql += " AND user_id=%s"
-            params.append(user_id)
-        written: dict[str, str] = {}
-        for r in self._read(sql + " ORDER BY id", params):
-            written[r["memory_id"]] = r["new_content"]  # the session's last word on it
-        return written
+        return read_session_writes(self._read, "%s", session_id, user_id)
 
     def count(self, user_id: str, agent_id: str | None = None) -> int:
         extra, params = filter_sql(agent_id, None)

@@ -16,7 +16,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from deltamem.store.base import PlannedWrite, StoreError, UnknownMemory
-from deltamem.store.common import added, check_embedding, check_unapplied, updated
+from deltamem.store.common import (
+    HISTORY_COLUMNS,
+    added,
+    check_embedding,
+    check_unapplied,
+    history_row,
+    read_session_writes,
+    updated,
+    written_values,
+)
 from deltamem.store.rows import SQLITE_ROWS, stored_agent
 from deltamem.store.sqlite_sql import count_rows, filter_sql
 from deltamem.types import HistoryEntry, MemoryItem, Operation, SearchFilters, SessionRecord, utcnow
@@ -81,11 +90,9 @@ class SQLiteMemories:
 
     @staticmethod
     def _log_history(db: sqlite3.Connection, *values: Any) -> None:
-        """One history row: memory_id, user_id, op, old_content, new_content, session_id,
-        actor, at."""
+        """One history row, its values in the order of HISTORY_COLUMNS."""
         db.execute(
-            """INSERT INTO history (memory_id, user_id, op, old_content, new_content, session_id,
-               actor, at) VALUES (?,?,?,?,?,?,?,?)""",
+            f"INSERT INTO history ({HISTORY_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)",
             values,
         )
 
@@ -114,13 +121,7 @@ class SQLiteMemories:
                 mid,
                 session.user_id,
                 stored_agent(session.agent_id),
-                w.content,
-                session.timestamp.timestamp(),
-                session.timestamp.isoformat(),
-                w.memory_type or "",
-                json.dumps(w.keywords),
-                session.session_id,
-                json.dumps(w.turns),
+                *written_values(session, w, json.dumps),
                 now,
                 now,
                 self._blob(w.embedding),
@@ -130,10 +131,9 @@ class SQLiteMemories:
             "INSERT INTO memories_fts (rowid, content, keywords) VALUES (?,?,?)",
             (cur.lastrowid, w.content, " ".join(w.keywords)),
         )
-        self._log_history(
-            db, mid, session.user_id, "add", None, w.content, session.session_id, "manager", now
-        )
-        return added(mid, w)
+        op = added(mid, w)
+        self._log_history(db, *history_row(op, session, now))
+        return op
 
     def _update(
         self, db: sqlite3.Connection, session: SessionRecord, w: PlannedWrite, now: str
@@ -151,31 +151,16 @@ class SQLiteMemories:
                session_id=?, turns=?, updated_at=?, version=version+1, embedding=?
                WHERE rowid=?""",
             (
-                w.content,
-                session.timestamp.timestamp(),
-                session.timestamp.isoformat(),
-                w.memory_type or "",
-                json.dumps(w.keywords),
-                session.session_id,
-                json.dumps(w.turns),
+                *written_values(session, w, json.dumps),
                 now,
                 self._blob(w.embedding),
                 rowid,
             ),
         )
         self._reindex_keywords(db, rowid, w.content, w.keywords)
-        self._log_history(
-            db,
-            w.memory_id,
-            session.user_id,
-            "update",
-            row["content"],
-            w.content,
-            session.session_id,
-            "manager",
-            now,
-        )
-        return updated(w, row["content"])
+        op = updated(w, row["content"])
+        self._log_history(db, *history_row(op, session, now))
+        return op
 
     def _remove_rows(self, db: sqlite3.Connection, rowids: list[int]) -> None:
         for chunk in range(0, len(rowids), 500):
@@ -273,16 +258,7 @@ class SQLiteMemories:
         return [SQLITE_ROWS.history(r) for r in rows]
 
     def session_writes(self, session_id: str, user_id: str | None = None) -> dict[str, str]:
-        sql = """SELECT memory_id, new_content FROM history WHERE session_id=?
-                 AND op IN ('add','update')"""
-        params: list = [session_id]
-        if user_id is not None:
-            sql += " AND user_id=?"
-            params.append(user_id)
-        written: dict[str, str] = {}
-        for r in self._read(sql + " ORDER BY id", params):
-            written[r["memory_id"]] = r["new_content"]  # the session's last word on it
-        return written
+        return read_session_writes(self._read, "?", session_id, user_id)
 
     def count(self, user_id: str, agent_id: str | None = None) -> int:
         return count_rows(self._read, "memories", user_id, agent_id)
