@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 STOPWORDS = frozenset(
     (
@@ -84,3 +85,19 @@ def shorten(text: str, max_words: int) -> str:
     if not out:
         return " ".join(ws[:max_words]) + " …"
     return " ".join(out) + " …"
+
+
+# the two capitalised words a fact opens with ("Sarah Garcia's major is ...")
+_LEADING = re.compile(r"^([A-Z][\w-]+ [A-Z][\w-]+)(?:['’]s)?\b")
+
+
+def leading_name(facts: list[str]) -> str | None:
+    """The two-word name most facts open with ("Sarah Garcia's major is ..."), if at
+    least two do."""
+    counts = Counter(
+        m.group(1) for f in facts if (m := _LEADING.match(f)) and not f.startswith("The ")
+    )
+    if not counts:
+        return None
+    name, n = counts.most_common(1)[0]
+    return name if n >= 2 else None

@@ -233,3 +233,74 @@ def test_a_turn_repeated_word_for_word_is_shown_once(mem: Memory, llm: ScriptedL
     )
     hits = mem.search("cello", user_id="alice", tiers="episodes", limit=5)
     assert [h.memory.content for h in hits].count(said) == 1
+
+
+# --- one search over two tiers -------------------------------------------------------------
+def test_a_question_naming_the_person_still_finds_their_own_words(
+    mem: Memory, llm: ScriptedLLM
+) -> None:
+    # the manager names the person in every fact; the person never says their name
+    facts = [
+        f"Martin Mark {what}."
+        for what in (
+            "is a team player",
+            "enjoys music",
+            "is a Senior Director",
+            "likes horror films",
+            "paints on weekends",
+            "has a cat",
+            "walks to work",
+            "reads poetry",
+        )
+    ]
+    llm.push(ops(*(add(f) for f in facts)))
+    mem.add(
+        [
+            {"role": "user", "content": "My middle name is Joshua, after my grandfather."},
+            {"role": "assistant", "content": "A fine name, Martin!"},
+            {"role": "user", "content": "I just got promoted."},
+        ],
+        user_id="martin",
+        session_id="s1",
+        timestamp=T0,
+    )
+    assert mem.searcher.query_terms("What is Martin Mark's middle name?", "martin") == [
+        "middle",
+        "name",
+    ]
+    # nothing but the name: the name is the query
+    assert mem.searcher.query_terms("Martin Mark", "martin") == ["martin", "mark"]
+    hits = mem.search("What is Martin Mark's middle name?", user_id="martin", limit=4)
+    assert len(hits) == 4
+    assert [h.kind for h in hits].count("fact") == 2  # half the slots each
+    assert "My middle name is Joshua, after my grandfather." in [h.memory.content for h in hits]
+    # a tier with fewer hits leaves its slots to the other
+    assert len(mem.search("middle name", user_id="martin", limit=12)) == 11
+    assert [h.kind for h in mem.search("middle name", user_id="martin", limit=12)].count(
+        "episode"
+    ) == 3
+
+
+def test_each_tier_keeps_half_the_slots_best_first() -> None:
+    from deltamem.retrieval.hybrid import share_slots
+    from deltamem.types import MemoryItem, SearchHit
+
+    def hit(i: int, score: float) -> SearchHit:
+        item = MemoryItem(
+            id=f"m{i}", user_id="u", content=f"fact {i}", timestamp=T0, created_at=T0, updated_at=T0
+        )
+        return SearchHit(memory=item, score=score)
+
+    facts = [hit(i, 1.0 - i / 100) for i in range(10)]  # every fact outscores every turn
+    turns = [hit(100 + i, 0.5 - i / 100) for i in range(10)]
+    chosen = share_slots(facts, turns, 6)
+    assert [h.memory.id for h in chosen] == ["m0", "m1", "m2", "m100", "m101", "m102"]
+    assert [h.memory.id for h in share_slots(facts, turns[:1], 6)] == [
+        "m0",
+        "m1",
+        "m2",
+        "m3",
+        "m4",
+        "m100",
+    ]
+    assert share_slots([], [], 5) == []

@@ -11,7 +11,7 @@ import pytest
 from fakes import ScriptedLLM
 
 from deltamem.bench.judges.base import JudgeCache
-from deltamem.bench.judges.checks import abstains, days, other_day, ranked
+from deltamem.bench.judges.checks import abstains, days, other_day, polarity, ranked
 from deltamem.bench.judges.decomposed import DecomposedJudges
 from deltamem.bench.judges.sets import RubricJudges, make_judges
 from deltamem.llm.base import ChatMessage
@@ -93,6 +93,20 @@ def test_qa_check_answers_compose(tmp_path: Path, said: str, qa: str, locomo: st
     req = llm.requests[0]
     assert req["schema"]["properties"]["answer"]["enum"] == ["yes", "no"]
     assert req["temperature"] == 0.0 and "Reference answer: Adoption agencies" in str(req)
+
+
+def test_a_yes_no_question_is_settled_by_its_first_word(tmp_path: Path) -> None:
+    j, llm = judges(tmp_path)  # any model call would fail: ScriptedLLM has no replies
+    q = "Did Martin's mental health improve after his promotion?"
+    ref = "No, his mental health status changed to 'Abnormal' due to increased stress."
+    assert j.qa(q, ref, [], "No, it did not improve.")["verdict"] == "correct"
+    assert j.qa(q, ref, [], "Yes, it improved a lot.")["verdict"] == "hallucination"
+    assert j.locomo(q, "Yes", "No.")["label"] == "WRONG"
+    assert llm.requests == []
+    # not a yes/no question, or an answer that opens otherwise: for the other checks
+    assert polarity("What did he say?", "No idea") is None
+    assert polarity(q, "Nothing changed") is None
+    assert polarity(q, "  no, it did not") == "no"
 
 
 def test_part_of_a_list_is_an_omission_for_halumem_and_right_for_locomo(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ import numpy as np
 from deltamem.embed.base import Embedder
 from deltamem.llm.base import LLM
 from deltamem.manager import schema
-from deltamem.manager.extract import FactExtractor, introduced_name, leading_name, name_in
+from deltamem.manager.extract import FactExtractor, introduced_name, name_in
 from deltamem.manager.render import (
     Turn,
     chunk_turns,
@@ -45,7 +45,7 @@ from deltamem.manager.resolve import Resolver
 from deltamem.manager.validate import PendingWrite, Workspace, apply_ops
 from deltamem.retrieval.hybrid import HybridSearcher
 from deltamem.store.base import PlannedWrite, Store
-from deltamem.text import keywords
+from deltamem.text import keywords, leading_name
 from deltamem.timeparse import human_date
 from deltamem.types import MemoryItem, Operation, SessionRecord
 

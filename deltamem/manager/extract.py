@@ -15,7 +15,6 @@ refuses invented facts and the assistant's suggestions recast as the person's.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +43,6 @@ SCHEMA = {
     "properties": {"facts": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_FACTS}},
     "required": ["facts"],
 }
-_LEADING = re.compile(r"^([A-Z][\w-]+ [A-Z][\w-]+)(?:['’]s)?\b")
 _NAME_IS = re.compile(r"\bname is ([A-Z][\w'’-]+(?: [A-Z][\w'’-]+){0,2})")
 # a self-introduction in the person's own words: "I'm Priya Raman", "call me Priya";
 # "I'm" takes two capitalised words, so "I'm Canadian" names nobody
@@ -102,18 +100,6 @@ def introduced_name(messages: list[str]) -> str | None:
         if m:
             return m.group(1) or m.group(2)
     return None
-
-
-def leading_name(facts: list[str]) -> str | None:
-    """The two-word name most facts open with ("Sarah Garcia's major is ..."), if at
-    least two do."""
-    counts = Counter(
-        m.group(1) for f in facts if (m := _LEADING.match(f)) and not f.startswith("The ")
-    )
-    if not counts:
-        return None
-    name, n = counts.most_common(1)[0]
-    return name if n >= 2 else None
 
 
 @dataclass(frozen=True)

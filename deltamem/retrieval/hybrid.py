@@ -2,7 +2,14 @@
 fused by reciprocal rank fusion, which needs no score calibration between them.
 
 Two tiers are searched: facts (the memory bank) and episodes (the session log's
-raw turns). Their four rankings are fused into one list, each hit saying its kind."""
+raw turns). Each tier's dense and keyword rankings are fused, and each tier keeps
+half of the results it can fill, each hit saying its kind: fused as one list, the
+facts (which all repeat the person's name, and agree with each other) crowded the
+turns out (docs/benchmarks.md, "Search, measured again").
+
+The person's name is left out of keyword queries: the manager writes it into
+nearly every fact and the person never says it of themselves, so it matches all
+facts and no turn of theirs and tells nothing about which item answers."""
 
 from __future__ import annotations
 
@@ -12,12 +19,12 @@ from typing import Literal
 import numpy as np
 
 from deltamem.embed.base import Embedder
-from deltamem.episodes import is_episode_id
 from deltamem.store.base import Store
-from deltamem.text import terms
+from deltamem.text import leading_name, terms
 from deltamem.types import SearchFilters, SearchHit
 
 RRF_K = 60
+NAME_SAMPLE = 50  # facts read to find the name most of them open with
 Tiers = Literal["all", "facts", "episodes"]
 
 
@@ -73,6 +80,21 @@ class HybridSearcher:
         sparse = self.store.episode_keyword_search(user_id, terms(query), depth, agent_id, filters)
         return [[eid for eid, _ in dense], [eid for eid, _ in sparse]]
 
+    def subject_terms(self, user_id: str, agent_id: str | None = None) -> set[str]:
+        """The query terms of the name most of the person's facts open with (none
+        if they do not name the person)."""
+        facts = self.store.list_memories(user_id, agent_id, limit=NAME_SAMPLE)
+        name = leading_name([m.content for m in facts])
+        return {t.lower() for t in terms(name)} if name else set()
+
+    def query_terms(self, query: str, user_id: str, agent_id: str | None = None) -> list[str]:
+        """The keyword query: the query's terms without the person's name (all of
+        them when the query is nothing but the name)."""
+        words = terms(query)
+        subject = self.subject_terms(user_id, agent_id) if words else set()
+        rest = [w for w in words if w.lower() not in subject]
+        return rest or words
+
     def search(
         self,
         query: str,
@@ -86,31 +108,40 @@ class HybridSearcher:
         if not query.strip() or limit <= 0:
             return []
         vector = self.embedder.embed([query])[0]
-        rankings: list[Sequence[str]] = []
+        words = self.query_terms(query, user_id, agent_id)
+        facts: list[SearchHit] = []
+        episodes: list[SearchHit] = []
         if tiers in ("all", "facts"):
             dense = self.store.dense_search(user_id, vector, self.depth, agent_id, filters)
-            sparse = self.store.keyword_search(user_id, terms(query), self.depth, agent_id, filters)
-            rankings += [[m for m, _ in dense], [m for m, _ in sparse]]
+            sparse = self.store.keyword_search(user_id, words, self.depth, agent_id, filters)
+            fused = rrf([[m for m, _ in dense], [m for m, _ in sparse]])[:limit]
+            found = {m.id: m for m in self.store.get_many([i for i, _ in fused])}
+            facts = [SearchHit(memory=found[i], score=sc) for i, sc in fused if i in found]
         if tiers in ("all", "episodes"):
-            rankings += self.rank_episodes(
-                query, vector, user_id, agent_id=agent_id, filters=filters
+            dense_ep = self.store.episode_dense_search(
+                user_id, vector, self.depth, agent_id, filters
             )
-        # deeper than `limit`: turns repeated word for word are shown once
-        fused = rrf(rankings)[: limit * 2]
-        scores = dict(fused)
-        ids = [i for i, _ in fused]
-        episode_ids = [i for i in ids if is_episode_id(i)]
-        facts = {m.id: m for m in self.store.get_many([i for i in ids if not is_episode_id(i)])}
-        episodes = {e.id: e for e in self.store.get_episodes(episode_ids)}
-        hits: list[SearchHit] = []
-        said: set[tuple[str, str]] = set()
-        for i in ids:
-            if i in facts:
-                hits.append(SearchHit(memory=facts[i], score=scores[i]))
-            elif i in episodes:
-                ep = episodes[i]
-                if (ep.speaker, ep.content) in said:  # dialogues repeat turns verbatim
+            sparse_ep = self.store.episode_keyword_search(
+                user_id, words, self.depth, agent_id, filters
+            )
+            # deeper than `limit`: turns repeated word for word are shown once
+            fused = rrf([[e for e, _ in dense_ep], [e for e, _ in sparse_ep]])[: limit * 2]
+            found_ep = {e.id: e for e in self.store.get_episodes([i for i, _ in fused])}
+            said: set[tuple[str, str]] = set()
+            for i, sc in fused:
+                ep = found_ep.get(i)
+                if ep is None or (ep.speaker, ep.content) in said:  # dialogues repeat turns
                     continue
                 said.add((ep.speaker, ep.content))
-                hits.append(SearchHit.of_episode(ep, scores[i]))
-        return hits[:limit]
+                episodes.append(SearchHit.of_episode(ep, sc))
+        return share_slots(facts, episodes, limit)
+
+
+def share_slots(facts: list[SearchHit], episodes: list[SearchHit], limit: int) -> list[SearchHit]:
+    """The best of each tier, half the slots each; a tier with fewer hits leaves its
+    slots to the other. Best score first."""
+    half = limit // 2
+    chosen = facts[:half] + episodes[: limit - half]
+    rest = sorted(facts[half:] + episodes[limit - half :], key=lambda h: -h.score)
+    chosen += rest[: limit - len(chosen)]
+    return sorted(chosen, key=lambda h: -h.score)

@@ -55,13 +55,12 @@ from deltamem.llm.jsonrepair import close_truncated
 from deltamem.manager.extract import (
     FactsReply,
     introduced_name,
-    leading_name,
     name_in,
     refusal,
     reply_facts,
     turn_prompt,
 )
-from deltamem.text import words
+from deltamem.text import leading_name, words
 from deltamem.train.distance import EmbedFn, keyword_in, reward, state_distance
 from deltamem.train.records import HELDOUT_SHARE, Split, TrainingOp, TrainingRecord, select
 from deltamem.types import Message, SessionRecord

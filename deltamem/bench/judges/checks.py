@@ -63,6 +63,21 @@ def abstains(text: str) -> bool:
     return bool(_ABSTAINS.search(text))
 
 
+_YES_NO_QUESTION = re.compile(
+    r"^\s*(did|does|do|is|was|were|are|has|have|had|can|could|will|would|should)\b",
+    re.IGNORECASE,
+)
+_POLAR = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
+
+
+def polarity(question: str, text: str) -> str | None:
+    """"yes" or "no" where a yes/no question's answer opens with one, else None."""
+    if not _YES_NO_QUESTION.match(question):
+        return None
+    m = _POLAR.match(text)
+    return m.group(1).lower() if m else None
+
+
 def numbers(text: str) -> set[int]:
     """The numbers a text writes in digits ("7 May 2023" → {7, 2023})."""
     return {int(n) for n in re.findall(r"\d+", text)}

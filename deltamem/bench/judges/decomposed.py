@@ -25,6 +25,7 @@ from deltamem.bench.judges.checks import (
     negated,
     numbers,
     other_day,
+    polarity,
     ranked,
     values_missing,
 )
@@ -143,6 +144,15 @@ class DecomposedJudges:
             return "invented", "the reference says it is not known; the answer gives one (code)"
         if other_day(answer, prediction):
             return "wrong", "the answer names another day (code)"
+        # a yes/no question answered with the other word is wrong, whatever follows;
+        # with the same word it is right (every such hand label, both halves): the
+        # 1.5B check reads "No, it did not improve" against "No, it became
+        # 'Abnormal'" as another answer
+        said, meant = polarity(question, prediction), polarity(question, answer)
+        if said and meant:
+            if said != meant:
+                return "wrong", f"the answer says {said!r}, the reference {meant!r} (code)"
+            return "correct", f"both answer {said!r} (code)"
         asked = content(question)
         want, found = content(answer, asked), content(prediction, asked)
         # Code settles the two cases a 1.5B check gets wrong most (hand labels, both
