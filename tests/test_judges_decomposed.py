@@ -95,14 +95,16 @@ def test_qa_check_answers_compose(tmp_path: Path, said: str, qa: str, locomo: st
     assert req["temperature"] == 0.0 and "Reference answer: Adoption agencies" in str(req)
 
 
-def test_a_yes_no_question_is_settled_by_its_first_word(tmp_path: Path) -> None:
+def test_a_yes_no_answer_with_the_other_word_is_wrong_by_code(tmp_path: Path) -> None:
     j, llm = judges(tmp_path)  # any model call would fail: ScriptedLLM has no replies
     q = "Did Martin's mental health improve after his promotion?"
     ref = "No, his mental health status changed to 'Abnormal' due to increased stress."
-    assert j.qa(q, ref, [], "No, it did not improve.")["verdict"] == "correct"
     assert j.qa(q, ref, [], "Yes, it improved a lot.")["verdict"] == "hallucination"
     assert j.locomo(q, "Yes", "No.")["label"] == "WRONG"
     assert llm.requests == []
+    # the same word is for the check: "No" can open an answer that then gets it wrong
+    with pytest.raises(AssertionError):
+        j.qa(q, ref, [], "No, it stayed the same.")
     # not a yes/no question, or an answer that opens otherwise: for the other checks
     assert polarity("What did he say?", "No idea") is None
     assert polarity(q, "Nothing changed") is None

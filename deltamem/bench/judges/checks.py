@@ -71,7 +71,7 @@ _POLAR = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
 
 
 def polarity(question: str, text: str) -> str | None:
-    """"yes" or "no" where a yes/no question's answer opens with one, else None."""
+    """ "yes" or "no" where a yes/no question's answer opens with one, else None."""
     if not _YES_NO_QUESTION.match(question):
         return None
     m = _POLAR.match(text)

@@ -144,15 +144,13 @@ class DecomposedJudges:
             return "invented", "the reference says it is not known; the answer gives one (code)"
         if other_day(answer, prediction):
             return "wrong", "the answer names another day (code)"
-        # a yes/no question answered with the other word is wrong, whatever follows;
-        # with the same word it is right (every such hand label, both halves): the
-        # 1.5B check reads "No, it did not improve" against "No, it became
-        # 'Abnormal'" as another answer
+        # a yes/no question answered with the other word is wrong, whatever follows
+        # (the 1.5B check passed "Yes, it improved" for "No, it became 'Abnormal'");
+        # the same word is not enough to be right: "No, he remained negative" for
+        # "No, it became positive" opens right and then gets the fact wrong
         said, meant = polarity(question, prediction), polarity(question, answer)
-        if said and meant:
-            if said != meant:
-                return "wrong", f"the answer says {said!r}, the reference {meant!r} (code)"
-            return "correct", f"both answer {said!r} (code)"
+        if said and meant and said != meant:
+            return "wrong", f"the answer says {said!r}, the reference {meant!r} (code)"
         asked = content(question)
         want, found = content(answer, asked), content(prediction, asked)
         # Code settles the two cases a 1.5B check gets wrong most (hand labels, both
