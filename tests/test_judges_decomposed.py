@@ -11,7 +11,7 @@ import pytest
 from fakes import ScriptedLLM
 
 from deltamem.bench.judges.base import JudgeCache
-from deltamem.bench.judges.checks import abstains, days, other_day, polarity, ranked
+from deltamem.bench.judges.checks import abstains, days, other_day, polarity, ranked, restates
 from deltamem.bench.judges.decomposed import DecomposedJudges
 from deltamem.bench.judges.sets import RubricJudges, make_judges
 from deltamem.llm.base import ChatMessage
@@ -102,13 +102,25 @@ def test_a_yes_no_answer_with_the_other_word_is_wrong_by_code(tmp_path: Path) ->
     assert j.qa(q, ref, [], "Yes, it improved a lot.")["verdict"] == "hallucination"
     assert j.locomo(q, "Yes", "No.")["label"] == "WRONG"
     assert llm.requests == []
-    # the same word is for the check: "No" can open an answer that then gets it wrong
+    # the same word, the rest only the question said again: answered, nothing added
+    assert j.qa(q, ref, [], "No, Martin's mental health did not improve.")["verdict"] == ("correct")
+    assert j.qa("Did he like it?", "Yes, very much.", [], "Yes, he liked it.")["verdict"] == (
+        "correct"
+    )
+    assert llm.requests == []
+    # otherwise the same word is for the check: "No" can open an answer that then
+    # gets it wrong, or says the premise again without negating it
     with pytest.raises(AssertionError):
         j.qa(q, ref, [], "No, it stayed the same.")
+    with pytest.raises(AssertionError):
+        j.qa(q, ref, [], "No, his mental health improved after his promotion.")
     # not a yes/no question, or an answer that opens otherwise: for the other checks
     assert polarity("What did he say?", "No idea") is None
     assert polarity(q, "Nothing changed") is None
     assert polarity(q, "  no, it did not") == "no"
+    assert restates(q, "No, it did not improve.", negative=True)
+    assert not restates(q, "No, it improved.", negative=True)
+    assert not restates(q, "No, it got worse in 2030.", negative=True)
 
 
 def test_part_of_a_list_is_an_omission_for_halumem_and_right_for_locomo(tmp_path: Path) -> None:

@@ -78,6 +78,15 @@ def polarity(question: str, text: str) -> str | None:
     return m.group(1).lower() if m else None
 
 
+def restates(question: str, answer: str, *, negative: bool) -> bool:
+    """After its yes or no, the answer only says the question again (no word or number
+    of its own), negated for a no and not negated for a yes."""
+    rest = _POLAR.sub("", answer, count=1)
+    if not content(rest) <= content(question) or not numbers(rest) <= numbers(question):
+        return False
+    return negated(rest) == negative
+
+
 def numbers(text: str) -> set[int]:
     """The numbers a text writes in digits ("7 May 2023" → {7, 2023})."""
     return {int(n) for n in re.findall(r"\d+", text)}

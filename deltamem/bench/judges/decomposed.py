@@ -27,6 +27,7 @@ from deltamem.bench.judges.checks import (
     other_day,
     polarity,
     ranked,
+    restates,
     values_missing,
 )
 from deltamem.llm.base import LLM
@@ -151,6 +152,10 @@ class DecomposedJudges:
         said, meant = polarity(question, prediction), polarity(question, answer)
         if said and meant and said != meant:
             return "wrong", f"the answer says {said!r}, the reference {meant!r} (code)"
+        if said and said == meant and restates(question, prediction, negative=said == "no"):
+            # "No, he did not abandon them" for "No, he embraced them": the question is
+            # answered and nothing is claimed beyond it (the check wants the detail)
+            return "correct", f"both answer {said!r}; the rest restates the question (code)"
         asked = content(question)
         want, found = content(answer, asked), content(prediction, asked)
         # Code settles the two cases a 1.5B check gets wrong most (hand labels, both
