@@ -12,7 +12,7 @@ from fakes import T0, ScriptedLLM
 from deltamem.embed import Embedder
 from deltamem.llm.base import ChatMessage
 from deltamem.manager.agent import Manager, ManagerConfig
-from deltamem.manager.dates import annotate
+from deltamem.manager.dates import annotate, dated, relative_dates
 from deltamem.manager.extract import MAX_FACTS, introduced_name
 from deltamem.memory import Memory
 from deltamem.store.base import PlannedWrite, Store
@@ -279,6 +279,33 @@ def test_relative_dates_are_annotated_against_the_session_date() -> None:
     assert "last year [2025]" in annotate("I moved to Leeds last year.", AT)
     assert "[December 2026]" in annotate("We marry next month in Lisbon.", AT)
     assert "[30 October 2026]" in annotate("I started 3 days ago.", AT)
+
+
+def test_each_expression_is_found_beside_another_and_written_as_its_date() -> None:
+    # dateparser alone finds only "yesterday" in this sentence
+    said = "I moved to Manchester last week, and Tomás and I got engaged yesterday!"
+    found = relative_dates(said, AT)
+    assert found == [("last week", "week of 26 October 2026"), ("yesterday", "1 November 2026")]
+    assert dated("Priya moved to Manchester last week", found) == (
+        "Priya moved to Manchester in the week of 26 October 2026"
+    )
+    assert dated("Priya got engaged yesterday [1 November 2026]", found) == (
+        "Priya got engaged on 1 November 2026"
+    )
+    assert dated("Priya lives in Manchester", found) == "Priya lives in Manchester"
+    two = relative_dates("Two years ago I started running; last month I ran a marathon.", AT)
+    assert dated("Priya started running two years ago", two) == "Priya started running in 2024"
+    assert dated("Priya ran a marathon last month", two) == "Priya ran a marathon in October 2026"
+
+
+def test_a_fact_that_copies_a_relative_expression_is_stored_with_the_date(
+    embedder: Embedder, store: Store
+) -> None:
+    llm = ScriptedLLM([facts("User moved to Manchester last week.")])
+    session = rec([("user", "I moved to Manchester last week.")])
+    plan = manager(llm, embedder, store).plan(session)
+    when = relative_dates("last week", session.timestamp)[0][1]
+    assert [w.content for w in plan.writes] == [f"User moved to Manchester in the {when}."]
 
 
 def test_text_without_relative_time_is_left_alone() -> None:

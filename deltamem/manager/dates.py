@@ -10,6 +10,7 @@ annotated, since its search also takes words like "second" or "may" for dates.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import datetime
 
 _RELATIVE = re.compile(
@@ -35,29 +36,67 @@ def _format(phrase: str, when: datetime) -> str:
     return f"{when.day} {when:%B %Y}"
 
 
-def annotate(text: str, at: datetime) -> str:
-    """`text` with each relative time expression followed by its date in brackets."""
+# dateparser's search misses an expression beside another one ("moved last week, and
+# got engaged yesterday" finds only "yesterday"): each clause is searched alone
+_CLAUSES = re.compile(r"[.,;:!?]+|\band\b|\bbut\b")
+
+
+def relative_dates(text: str, at: datetime) -> list[tuple[str, str]]:
+    """(the expression as written, its date) for each relative time expression of
+    `text`, in order, resolved against `at`."""
     if not _RELATIVE.search(text):
-        return text  # the common case, without dateparser's cost
+        return []  # the common case, without dateparser's cost
     from dateparser.search import search_dates  # ~1 s import: only when needed
 
     base = at.replace(tzinfo=None)
-    try:
-        found = search_dates(
-            text,
-            languages=["en"],
-            settings={"RELATIVE_BASE": base, "RETURN_AS_TIMEZONE_AWARE": False},
-        )
-    except Exception:  # dateparser raises on odd input; the turn is then read as is
-        return text
-    out, start = [], 0
-    for phrase, when in found or []:
-        if not ((_RELATIVE.search(phrase) and _UNIT.search(phrase)) or "ago" in phrase.lower()):
+    out: list[tuple[str, str]] = []
+    for clause in _CLAUSES.split(text):
+        if not _RELATIVE.search(clause):
             continue
+        try:
+            found = search_dates(
+                clause,
+                languages=["en"],
+                settings={"RELATIVE_BASE": base, "RETURN_AS_TIMEZONE_AWARE": False},
+            )
+        except Exception:  # dateparser raises on odd input; the clause is read as is
+            continue
+        for phrase, when in found or []:
+            relative = _RELATIVE.search(phrase) and _UNIT.search(phrase)
+            if relative or "ago" in phrase.lower():
+                out.append((phrase, _format(phrase, when)))
+    return out
+
+
+def annotate(text: str, at: datetime | Sequence[tuple[str, str]]) -> str:
+    """`text` with each relative time expression followed by its date in brackets
+    (`at`: the time they are relative to, or what `relative_dates` found)."""
+    found = relative_dates(text, at) if isinstance(at, datetime) else at
+    out, start = [], 0
+    for phrase, when in found:
         pos = text.find(phrase, start)
         if pos < 0:
             continue
         end = pos + len(phrase)
-        out.append(text[start:end] + f" [{_format(phrase, when)}]")
+        out.append(text[start:end] + f" [{when}]")
         start = end
     return "".join(out) + text[start:]
+
+
+def dated(fact: str, found: Sequence[tuple[str, str]]) -> str:
+    """The fact with each relative expression of its source turn that it repeats
+    ("moved last week") written as the date found for it ("moved in the week of
+    11 June 2029"): the model often copies the words and leaves the date out, and
+    a fact is read months after "last week" meant anything."""
+    for phrase, when in found:
+        m = re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)(?:\s*\[[^\]]*\])?", fact, re.I)
+        if m is None:
+            continue
+        if when.startswith("week of"):
+            said = f"in the {when}"
+        elif when[0].isdigit() and not when.isdigit():
+            said = f"on {when}"
+        else:
+            said = f"in {when}"
+        fact = fact[: m.start()] + said + fact[m.end() :]
+    return fact

@@ -22,7 +22,7 @@ from pydantic import BaseModel, StrictStr
 
 from deltamem.llm.base import LLM, ChatMessage
 from deltamem.manager.atomise import first_person, name_subject, split_facts
-from deltamem.manager.dates import annotate
+from deltamem.manager.dates import annotate, dated, relative_dates
 from deltamem.manager.render import template
 from deltamem.porter import stem
 from deltamem.text import shorten, terms, words
@@ -111,6 +111,8 @@ class TurnPrompt:
     said: str  # the person's message, relative dates annotated
     before: Message | None  # the assistant's message just before it, if any
     messages: list[ChatMessage]  # system + user message, as sent to the model
+    # (expression, date) of each relative time expression of the message
+    dates: tuple[tuple[str, str], ...] = ()
 
 
 def turn_prompt(
@@ -124,7 +126,9 @@ def turn_prompt(
     msg = msgs[turn]
     before = msgs[turn - 1] if turn > 0 and msgs[turn - 1].role != "user" else None
     subject = msg.name or name or UNNAMED
-    said = annotate(" ".join(msg.content.split()), msg.timestamp or session.timestamp)
+    text = " ".join(msg.content.split())
+    dates = tuple(relative_dates(text, msg.timestamp or session.timestamp))
+    said = annotate(text, dates)
     context = ""
     if before is not None:
         earlier = shorten(" ".join(before.content.split()), assistant_words)
@@ -146,6 +150,7 @@ def turn_prompt(
         subject=subject,
         said=said,
         before=before,
+        dates=dates,
         messages=[
             {"role": "system", "content": _SYSTEM},
             {"role": "user", "content": prompt},
@@ -233,6 +238,7 @@ class FactExtractor:
                 check=FactsReply.model_validate,  # another shape is a failed call, not "no facts"
             )
             for fact in reply_facts(reply, asked.subject):
+                fact = dated(fact, asked.dates)
                 reason = refusal(fact, asked.subject, asked.said, asked.before)
                 if reason is None and not news(fact, asked.subject, said_before):
                     reason = "says nothing the person had not said earlier in the session"
