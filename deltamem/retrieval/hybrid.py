@@ -13,6 +13,7 @@ facts and no turn of theirs and tells nothing about which item answers."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Literal
 
@@ -25,6 +26,10 @@ from deltamem.types import SearchFilters, SearchHit
 
 RRF_K = 60
 NAME_SAMPLE = 50  # facts read to find the name most of them open with
+# seconds a person's name (or that none was found) is trusted before it is read
+# again: reading it sorts the user's facts, milliseconds at 10k of them
+NAME_TTL = 300.0
+NAME_CACHE = 4096  # users whose name is kept
 Tiers = Literal["all", "facts", "episodes"]
 
 
@@ -42,6 +47,7 @@ class HybridSearcher:
         self.store = store
         self.embedder = embedder
         self.depth = depth  # how deep each ranking goes before fusion
+        self._names: dict[tuple[str, str | None], tuple[float, set[str]]] = {}
 
     def rank(
         self,
@@ -83,9 +89,18 @@ class HybridSearcher:
     def subject_terms(self, user_id: str, agent_id: str | None = None) -> set[str]:
         """The query terms of the name most of the person's facts open with (none
         if they do not name the person)."""
+        key, now = (user_id, agent_id), time.monotonic()
+        known = self._names.get(key)
+        if known is not None and now - known[0] < NAME_TTL:
+            return known[1]
         facts = self.store.list_memories(user_id, agent_id, limit=NAME_SAMPLE)
         name = leading_name([m.content for m in facts])
-        return {t.lower() for t in terms(name)} if name else set()
+        found = {t.lower() for t in terms(name)} if name else set()
+        self._names.pop(key, None)
+        self._names[key] = (now, found)
+        if len(self._names) > NAME_CACHE:
+            del self._names[next(iter(self._names))]  # the longest unread
+        return found
 
     def query_terms(self, query: str, user_id: str, agent_id: str | None = None) -> list[str]:
         """The keyword query: the query's terms without the person's name (all of
