@@ -304,3 +304,6 @@ def test_each_tier_keeps_half_the_slots_best_first() -> None:
         "m100",
     ]
     assert share_slots([], [], 5) == []
+    # the odd slot goes to the best score: one slot is the best hit of either tier
+    assert [h.memory.id for h in share_slots(facts, turns, 1)] == ["m0"]
+    assert [h.memory.id for h in share_slots(facts, turns, 5)] == ["m0", "m1", "m2", "m100", "m101"]

@@ -153,10 +153,10 @@ class HybridSearcher:
 
 
 def share_slots(facts: list[SearchHit], episodes: list[SearchHit], limit: int) -> list[SearchHit]:
-    """The best of each tier, half the slots each; a tier with fewer hits leaves its
-    slots to the other. Best score first."""
+    """The best of each tier, half the slots each (rounded down: the odd slot, and
+    the slots a tier with fewer hits leaves, go to the best scores). Best first."""
     half = limit // 2
-    chosen = facts[:half] + episodes[: limit - half]
-    rest = sorted(facts[half:] + episodes[limit - half :], key=lambda h: -h.score)
+    chosen = facts[:half] + episodes[:half]
+    rest = sorted(facts[half:] + episodes[half:], key=lambda h: -h.score)
     chosen += rest[: limit - len(chosen)]
     return sorted(chosen, key=lambda h: -h.score)
