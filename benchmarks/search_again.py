@@ -68,19 +68,6 @@ def replay_session(src: Store, dst: Store, user: str, session_id: str, embedder:
     dst.apply_session(logged, writes, [])
 
 
-def hit_record(h: Any) -> dict[str, Any]:
-    episode = h.kind == "episode"
-    return Retrieved(
-        text=f"{h.speaker}: {h.memory.content}" if episode else h.memory.content,
-        timestamp=h.memory.timestamp,
-        session_id=h.memory.session_id,
-        turns=list(h.memory.turns),
-        score=h.score,
-        kind=h.kind,
-        speaker=h.speaker,
-    ).as_record()
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run", type=Path, help="a finished HaluMem run with systems/deltamem")
@@ -109,7 +96,7 @@ def main() -> None:
                 for q in asked.get((user, index), []):
                     tiers = TIERS[q["system"]]
                     hits = searcher.search(q["question"], user, limit=args.k, tiers=tiers)
-                    fresh = dict(q) | {"hits": [hit_record(h) for h in hits]}
+                    fresh = dict(q) | {"hits": [Retrieved.from_hit(h).as_record() for h in hits]}
                     fresh["retrieved"] = [h["text"] for h in fresh["hits"]]
                     fresh["evidence_coverage"] = evidence_coverage(
                         q["evidence"], fresh["retrieved"], name

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from deltamem.llm.base import LLM
+from deltamem.types import SearchHit
 
 
 @dataclass
@@ -37,6 +38,20 @@ class Retrieved:
         out = asdict(self)
         out["timestamp"] = self.timestamp.isoformat() if self.timestamp else None
         return out
+
+    @classmethod
+    def from_hit(cls, hit: SearchHit) -> Retrieved:
+        """A hit of deltamem's own search, a raw turn prefixed with its speaker."""
+        episode = hit.kind == "episode"
+        return cls(
+            text=f"{hit.speaker}: {hit.memory.content}" if episode else hit.memory.content,
+            timestamp=hit.memory.timestamp,
+            session_id=hit.memory.session_id,
+            turns=list(hit.memory.turns),
+            score=hit.score,
+            kind=hit.kind,
+            speaker=hit.speaker,
+        )
 
     @classmethod
     def from_record(cls, rec: dict[str, Any]) -> Retrieved:

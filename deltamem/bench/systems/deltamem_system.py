@@ -59,20 +59,8 @@ class DeltamemSystem(MemorySystem):
         return [m.content for m in self.memory.session_memories(session_id, user)]
 
     def _search(self, user: str, query: str, k: int) -> list[Retrieved]:
-        return [
-            Retrieved(
-                text=f"{h.speaker}: {h.memory.content}"
-                if h.kind == "episode"
-                else h.memory.content,
-                timestamp=h.memory.timestamp,
-                session_id=h.memory.session_id,
-                turns=list(h.memory.turns),
-                score=h.score,
-                kind=h.kind,
-                speaker=h.speaker,
-            )
-            for h in self.memory.search(query, user_id=user, limit=k, tiers=self.tiers)
-        ]
+        hits = self.memory.search(query, user_id=user, limit=k, tiers=self.tiers)
+        return [Retrieved.from_hit(h) for h in hits]
 
     def close(self) -> None:
         self.memory.close()
