@@ -71,21 +71,6 @@ class HybridSearcher:
             rankings.append([mid for mid, _ in sparse])
         return rrf(rankings)
 
-    def rank_episodes(
-        self,
-        query: str,
-        vector: np.ndarray,
-        user_id: str,
-        *,
-        agent_id: str | None = None,
-        filters: SearchFilters | None = None,
-    ) -> list[list[str]]:
-        """The episode tier's dense and sparse rankings for one query."""
-        depth = self.depth
-        dense = self.store.episode_dense_search(user_id, vector, depth, agent_id, filters)
-        sparse = self.store.episode_keyword_search(user_id, terms(query), depth, agent_id, filters)
-        return [[eid for eid, _ in dense], [eid for eid, _ in sparse]]
-
     def subject_terms(self, user_id: str, agent_id: str | None = None) -> set[str]:
         """The query terms of the name most of the person's facts open with (none
         if they do not name the person)."""
@@ -124,32 +109,51 @@ class HybridSearcher:
             return []
         vector = self.embedder.embed([query])[0]
         words = self.query_terms(query, user_id, agent_id)
-        facts: list[SearchHit] = []
-        episodes: list[SearchHit] = []
-        if tiers in ("all", "facts"):
-            dense = self.store.dense_search(user_id, vector, self.depth, agent_id, filters)
-            sparse = self.store.keyword_search(user_id, words, self.depth, agent_id, filters)
-            fused = rrf([[m for m, _ in dense], [m for m, _ in sparse]])[:limit]
-            found = {m.id: m for m in self.store.get_many([i for i, _ in fused])}
-            facts = [SearchHit(memory=found[i], score=sc) for i, sc in fused if i in found]
-        if tiers in ("all", "episodes"):
-            dense_ep = self.store.episode_dense_search(
-                user_id, vector, self.depth, agent_id, filters
-            )
-            sparse_ep = self.store.episode_keyword_search(
-                user_id, words, self.depth, agent_id, filters
-            )
-            # deeper than `limit`: turns repeated word for word are shown once
-            fused = rrf([[e for e, _ in dense_ep], [e for e, _ in sparse_ep]])[: limit * 2]
-            found_ep = {e.id: e for e in self.store.get_episodes([i for i, _ in fused])}
-            said: set[tuple[str, str]] = set()
-            for i, sc in fused:
-                ep = found_ep.get(i)
-                if ep is None or (ep.speaker, ep.content) in said:  # dialogues repeat turns
-                    continue
-                said.add((ep.speaker, ep.content))
-                episodes.append(SearchHit.of_episode(ep, sc))
+        scope = (user_id, vector, words, limit, agent_id, filters)
+        facts = self._fact_hits(*scope) if tiers in ("all", "facts") else []
+        episodes = self._episode_hits(*scope) if tiers in ("all", "episodes") else []
         return share_slots(facts, episodes, limit)
+
+    def _fact_hits(
+        self,
+        user_id: str,
+        vector: np.ndarray,
+        words: list[str],
+        limit: int,
+        agent_id: str | None,
+        filters: SearchFilters | None,
+    ) -> list[SearchHit]:
+        """The fact tier's best `limit`: dense and keyword rankings fused."""
+        dense = self.store.dense_search(user_id, vector, self.depth, agent_id, filters)
+        sparse = self.store.keyword_search(user_id, words, self.depth, agent_id, filters)
+        fused = rrf([[m for m, _ in dense], [m for m, _ in sparse]])[:limit]
+        found = {m.id: m for m in self.store.get_many([i for i, _ in fused])}
+        return [SearchHit(memory=found[i], score=sc) for i, sc in fused if i in found]
+
+    def _episode_hits(
+        self,
+        user_id: str,
+        vector: np.ndarray,
+        words: list[str],
+        limit: int,
+        agent_id: str | None,
+        filters: SearchFilters | None,
+    ) -> list[SearchHit]:
+        """The episode tier's best `limit`, a turn repeated word for word shown once."""
+        dense = self.store.episode_dense_search(user_id, vector, self.depth, agent_id, filters)
+        sparse = self.store.episode_keyword_search(user_id, words, self.depth, agent_id, filters)
+        # deeper than `limit`: dialogues repeat turns verbatim
+        fused = rrf([[e for e, _ in dense], [e for e, _ in sparse]])[: limit * 2]
+        found = {e.id: e for e in self.store.get_episodes([i for i, _ in fused])}
+        hits: list[SearchHit] = []
+        said: set[tuple[str, str]] = set()
+        for i, sc in fused:
+            ep = found.get(i)
+            if ep is None or (ep.speaker, ep.content) in said:
+                continue
+            said.add((ep.speaker, ep.content))
+            hits.append(SearchHit.of_episode(ep, sc))
+        return hits[:limit]
 
 
 def share_slots(facts: list[SearchHit], episodes: list[SearchHit], limit: int) -> list[SearchHit]:
