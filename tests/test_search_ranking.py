@@ -17,6 +17,7 @@ from fakes import DIM, T0
 from deltamem.embed import Embedder
 from deltamem.episodes import plan_episodes
 from deltamem.retrieval.hybrid import HybridSearcher
+from deltamem.store import vectors
 from deltamem.store.base import PlannedEpisode, PlannedWrite
 from deltamem.store.keywords import averages, formula_matches, query_token, tokenize
 from deltamem.store.sqlite import SQLiteStore
@@ -192,7 +193,12 @@ def test_rankings_stay_equal_after_updates_deletes_and_resets(
     assert_same_keyword_rankings(fast, slow, QUERIES)
 
 
-def test_search_hits_equal_to_sql_ranking(stores: tuple[SQLiteStore, SQLiteStore]) -> None:
+@pytest.mark.parametrize("side_by_side", [False, True])
+def test_search_hits_equal_to_sql_ranking(
+    stores: tuple[SQLiteStore, SQLiteStore], side_by_side: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the two tiers on two threads (as for large banks) or one after the other
+    monkeypatch.setattr(vectors, "PARALLEL_ROWS", 0 if side_by_side else 10**9)
     fast, slow = stores
     emb = HashEmbedder()
     fill(fast, emb, seed=4)

@@ -17,6 +17,7 @@ from test_search_ranking import QUERIES, SCOPES, HashEmbedder, fill, record
 
 from deltamem.episodes import plan_episodes
 from deltamem.retrieval.hybrid import HybridSearcher
+from deltamem.store import vectors
 from deltamem.store.base import PlannedWrite
 from deltamem.store.pg_bank import margin, parse_tsvector, query_lexeme
 from deltamem.text import terms
@@ -70,6 +71,11 @@ def assert_same_rankings(fast: PostgresStore, slow: PostgresStore, user: str = "
                     sql = getattr(slow, search)(user, arg, k, agent, filters)
                     assert mine == sql, (q, agent, filters, k, search)
                     compared += bool(sql)
+                # the four together, as one search asks them (one statement)
+                for facts, episodes in ((True, True), (True, False), (False, True)):
+                    both = (user, v, terms(q), k, agent, filters)
+                    tiers = {"facts": facts, "episodes": episodes}
+                    assert fast.tier_rankings(*both, **tiers) == slow.tier_rankings(*both, **tiers)
     return compared
 
 
@@ -118,6 +124,27 @@ def test_cached_search_does_not_rank_in_sql(
             fast.episode_dense_search("u-main", v, 10, agent, filters)
             fast.keyword_search("u-main", terms(q), 10, agent, filters)
             fast.episode_keyword_search("u-main", terms(q), 10, agent, filters)
+            fast.tier_rankings("u-main", v, terms(q), 10, agent, filters)
+
+
+def test_a_search_sends_one_ranking_statement(
+    stores: Stores, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both tiers' versions, candidates and terms in one statement; then one fetch per
+    tier: three statements a search once the banks are loaded."""
+    fast, slow, _ = stores
+    emb = HashEmbedder()
+    fill(fast, emb, seed=7, sessions=6)  # type: ignore[arg-type]
+    searcher = HybridSearcher(fast, emb)  # type: ignore[arg-type]
+    searcher.search("jazz concerts", "u-main")  # loads the banks and the name
+    sent: list[str] = []
+    read = fast._read
+    monkeypatch.setattr(fast, "_read", lambda sql, *a: sent.append(sql) or read(sql, *a))
+    hits = searcher.search("jazz concerts in Lisbon", "u-main")
+    assert {h.kind for h in hits} == {"fact", "episode"}
+    assert len(sent) == 3, sent
+    expected = HybridSearcher(slow, emb).search("jazz concerts in Lisbon", "u-main")  # type: ignore[arg-type]
+    assert [h.model_dump() for h in hits] == [h.model_dump() for h in expected]
 
 
 def test_rankings_stay_equal_after_updates_deletes_and_resets(stores: Stores) -> None:
@@ -167,13 +194,22 @@ def test_another_process_sees_a_write_on_its_next_search(stores: Stores) -> None
     writer.edit(op.memory_id, "likes horses", emb.embed(["horse"])[0], [])
     assert reader.keyword_search("u-main", ["zebra"], 5) == []
     assert [m for m, _ in reader.keyword_search("u-main", ["horses"], 5)] == [op.memory_id]
+    fact, episode = reader.tier_rankings("u-main", v, ["horses"], 5)
+    assert [m for m, _ in fact.dense] == [m for m, _ in fact.keywords] == [op.memory_id]
     writer.delete(op.memory_id)
+    fact, episode = reader.tier_rankings("u-main", v, ["horses"], 5)
+    assert fact.dense == fact.keywords == [] and episode.dense
     assert reader.dense_search("u-main", v, 5) == []
     writer.reset("u-main")
     assert reader.episode_dense_search("u-main", v, 5) == []
 
 
-def test_search_hits_equal_to_sql_ranking(stores: Stores) -> None:
+@pytest.mark.parametrize("side_by_side", [False, True])
+def test_search_hits_equal_to_sql_ranking(
+    stores: Stores, side_by_side: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the two tiers on two threads (as for large banks) or one after the other
+    monkeypatch.setattr(vectors, "PARALLEL_ROWS", 0 if side_by_side else 10**9)
     fast, slow, _ = stores
     emb = HashEmbedder()
     fill(fast, emb, seed=4)  # type: ignore[arg-type]

@@ -20,7 +20,7 @@ from typing import Literal
 import numpy as np
 
 from deltamem.embed.base import Embedder
-from deltamem.store.base import Store
+from deltamem.store.base import Store, TierRanking
 from deltamem.text import leading_name, terms
 from deltamem.types import SearchFilters, SearchHit
 
@@ -109,41 +109,32 @@ class HybridSearcher:
             return []
         vector = self.embedder.embed([query])[0]
         words = self.query_terms(query, user_id, agent_id)
-        scope = (user_id, vector, words, limit, agent_id, filters)
-        facts = self._fact_hits(*scope) if tiers in ("all", "facts") else []
-        episodes = self._episode_hits(*scope) if tiers in ("all", "episodes") else []
-        return share_slots(facts, episodes, limit)
+        fact, episode = self.store.tier_rankings(
+            user_id,
+            vector,
+            words,
+            self.depth,
+            agent_id,
+            filters,
+            facts=tiers in ("all", "facts"),
+            episodes=tiers in ("all", "episodes"),
+        )
+        return share_slots(self._fact_hits(fact, limit), self._episode_hits(episode, limit), limit)
 
-    def _fact_hits(
-        self,
-        user_id: str,
-        vector: np.ndarray,
-        words: list[str],
-        limit: int,
-        agent_id: str | None,
-        filters: SearchFilters | None,
-    ) -> list[SearchHit]:
+    def _fact_hits(self, ranked: TierRanking, limit: int) -> list[SearchHit]:
         """The fact tier's best `limit`: dense and keyword rankings fused."""
-        dense = self.store.dense_search(user_id, vector, self.depth, agent_id, filters)
-        sparse = self.store.keyword_search(user_id, words, self.depth, agent_id, filters)
-        fused = rrf([[m for m, _ in dense], [m for m, _ in sparse]])[:limit]
+        fused = rrf([[m for m, _ in ranked.dense], [m for m, _ in ranked.keywords]])[:limit]
+        if not fused:
+            return []
         found = {m.id: m for m in self.store.get_many([i for i, _ in fused])}
         return [SearchHit(memory=found[i], score=sc) for i, sc in fused if i in found]
 
-    def _episode_hits(
-        self,
-        user_id: str,
-        vector: np.ndarray,
-        words: list[str],
-        limit: int,
-        agent_id: str | None,
-        filters: SearchFilters | None,
-    ) -> list[SearchHit]:
+    def _episode_hits(self, ranked: TierRanking, limit: int) -> list[SearchHit]:
         """The episode tier's best `limit`, a turn repeated word for word shown once."""
-        dense = self.store.episode_dense_search(user_id, vector, self.depth, agent_id, filters)
-        sparse = self.store.episode_keyword_search(user_id, words, self.depth, agent_id, filters)
         # deeper than `limit`: dialogues repeat turns verbatim
-        fused = rrf([[e for e, _ in dense], [e for e, _ in sparse]])[: limit * 2]
+        fused = rrf([[e for e, _ in ranked.dense], [e for e, _ in ranked.keywords]])[: limit * 2]
+        if not fused:
+            return []
         found = {e.id: e for e in self.store.get_episodes([i for i, _ in fused])}
         hits: list[SearchHit] = []
         said: set[tuple[str, str]] = set()

@@ -53,6 +53,14 @@ class PlannedWrite:
 
 
 @dataclass
+class TierRanking:
+    """One tier's two rankings for a search, each (id, score) best first."""
+
+    dense: list[tuple[str, float]] = field(default_factory=list)
+    keywords: list[tuple[str, float]] = field(default_factory=list)
+
+
+@dataclass
 class PlannedEpisode:
     """A turn of a session to index as an episode, with its embedding."""
 
@@ -250,6 +258,31 @@ class Store(ABC):
         filters: SearchFilters | None = None,
     ) -> list[tuple[str, float]]:
         """(memory id, relevance), best first; any term may match."""
+
+    def tier_rankings(
+        self,
+        user_id: str,
+        vector: np.ndarray,
+        terms: list[str],
+        k: int,
+        agent_id: str | None = None,
+        filters: SearchFilters | None = None,
+        *,
+        facts: bool = True,
+        episodes: bool = True,
+    ) -> tuple[TierRanking, TierRanking]:
+        """The dense and keyword rankings (k deep) of the facts and of the episodes
+        a search needs, as the four search methods give them; a tier not asked for
+        is left empty. A backend may answer them together (PostgreSQL: one
+        statement instead of four)."""
+        fact, episode = TierRanking(), TierRanking()
+        if facts:
+            fact.dense = self.dense_search(user_id, vector, k, agent_id, filters)
+            fact.keywords = self.keyword_search(user_id, terms, k, agent_id, filters)
+        if episodes:
+            episode.dense = self.episode_dense_search(user_id, vector, k, agent_id, filters)
+            episode.keywords = self.episode_keyword_search(user_id, terms, k, agent_id, filters)
+        return fact, episode
 
     @abstractmethod
     def count(self, user_id: str, agent_id: str | None = None) -> int: ...

@@ -21,6 +21,10 @@ from deltamem.types import Episode, SearchFilters, SessionRecord
 Row = dict[str, Any]
 
 
+# what an Episode is built from (not the vector, text and tsvector it is searched by)
+_EPISODE_COLS = "id, user_id, agent_id, session_id, turn, role, name, content, timestamp"
+
+
 def episode_filter_sql(
     agent_id: str | None, filters: SearchFilters | None
 ) -> tuple[str, list[Any]] | None:
@@ -96,7 +100,9 @@ class PostgresEpisodes:
     def get_episodes(self, episode_ids: list[str]) -> list[Episode]:
         if not episode_ids:
             return []
-        rows = self._read("SELECT * FROM episodes WHERE id = ANY(%s)", (list(episode_ids),))
+        rows = self._read(
+            f"SELECT {_EPISODE_COLS} FROM episodes WHERE id = ANY(%s)", (list(episode_ids),)
+        )
         found = {r["id"]: POSTGRES_ROWS.episode(r) for r in rows}
         return [found[i] for i in episode_ids if i in found]
 

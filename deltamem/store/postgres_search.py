@@ -21,9 +21,19 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import psycopg
 
+from deltamem.store.base import Store, TierRanking
 from deltamem.store.pg_bank import PgBank, Postings, parse_tsvector, query_lexeme
-from deltamem.store.pg_sql import FTS_CONFIG, filter_sql, fold, knn, text_rank, vector_literal
-from deltamem.store.vectors import VectorCache
+from deltamem.store.pg_sql import (
+    FTS_CONFIG,
+    filter_sql,
+    fold,
+    holds_nul,
+    knn,
+    text_rank,
+    vector_literal,
+)
+from deltamem.store.postgres_episodes import episode_filter_sql
+from deltamem.store.vectors import VectorCache, side_by_side
 from deltamem.types import SearchFilters
 
 Row = dict[str, Any]
@@ -67,6 +77,77 @@ class PostgresSearch:
             return []
         where = filter_sql(agent_id, filters)
         return self._keywords("memories", user_id, terms, k, agent_id, filters, where)
+
+    def tier_rankings(
+        self,
+        user_id: str,
+        vector: np.ndarray,
+        terms: list[str],
+        k: int,
+        agent_id: str | None = None,
+        filters: SearchFilters | None = None,
+        *,
+        facts: bool = True,
+        episodes: bool = True,
+    ) -> tuple[TierRanking, TierRanking]:
+        """The four rankings from the cached banks with one statement: it reads both
+        tiers' versions, scores both tiers' dense candidates and parses the terms
+        (where `_dense` and `_keywords` send one statement each, per tier)."""
+        scopes = {"memories": filter_sql(agent_id, filters) if facts else None}
+        scopes["episodes"] = episode_filter_sql(agent_id, filters) if episodes else None
+        live = [t for t, where in scopes.items() if where is not None]
+        if not live or k <= 0 or not self.cached_search or holds_nul([user_id, terms]):
+            return cast(Store, super()).tier_rankings(
+                user_id, vector, terms, k, agent_id, filters, facts=facts, episodes=episodes
+            )
+        ranked = {"memories": TierRanking(), "episodes": TierRanking()}
+        banks = {t: self._cached(t, user_id) or self._bank(t, user_id) for t in live}
+        for _ in range(_RETRIES):
+            found = self._candidates(banks, vector, k, agent_id, filters)
+            bounded = {t: ids for t, ids in found.items() if ids is not None}
+            if len(bounded) < len(found):  # a zero vector: SQL ranks every row
+                break
+            row = self._read(*_ranking_statement(user_id, vector, terms, k, bounded))[0]
+            stale = [t for t in live if int(row[f"v_{t}"]) != banks[t].version]
+            for t in stale:
+                banks[t] = self._bank(t, user_id, int(row[f"v_{t}"]))
+            if stale:
+                continue
+            parsed = [query_lexeme(q) for q in row["queries"]]
+            phrase = any(p is False for p in parsed)
+            lexemes = [p for p in parsed if isinstance(p, str)]
+            for t in live:
+                near = zip(row[f"ids_{t}"] or [], row[f"d_{t}"] or [], strict=True)
+                ranked[t].dense = [(i, 1.0 - float(d)) for i, d in near]
+                if not terms:
+                    continue
+                if phrase or banks[t].postings is None:
+                    where = cast(Where, scopes[t])
+                    ranked[t].keywords = text_rank(self._read, t, user_id, terms, k, where)
+                else:
+                    ranked[t].keywords = banks[t].keyword_rank(lexemes, k, agent_id, filters)
+            return ranked["memories"], ranked["episodes"]
+        return cast(Store, super()).tier_rankings(
+            user_id, vector, terms, k, agent_id, filters, facts=facts, episodes=episodes
+        )
+
+    @staticmethod
+    def _candidates(
+        banks: dict[str, PgBank],
+        vector: np.ndarray,
+        k: int,
+        agent_id: str | None,
+        filters: SearchFilters | None,
+    ) -> dict[str, list[str] | None]:
+        """Each bank's dense candidates (`PgBank.candidates`), two banks side by side
+        where they are large."""
+        near = [
+            lambda b=bank: b.candidates(vector, k, agent_id, filters) for bank in banks.values()
+        ]
+        if len(near) == 1:
+            return dict(zip(banks, [near[0]()], strict=True))
+        rows = sum(len(b.ids) for b in banks.values())
+        return dict(zip(banks, side_by_side(near[0], near[1], rows), strict=True))
 
     def _cache(self, table: str) -> VectorCache:
         if not hasattr(self, "_caches"):
@@ -204,3 +285,31 @@ class PostgresSearch:
         return bank.keyword_rank(
             lexemes, len(bank.ids) if limit is None else limit, agent_id, filters
         )
+
+
+def _ranking_statement(
+    user_id: str, vector: np.ndarray, terms: list[str], k: int, candidates: dict[str, list[str]]
+) -> tuple[str, list[Any]]:
+    """One row: each tier's version (`v_<table>`), the `phraseto_tsquery` text of each
+    term (`queries`) and, for each table in `candidates`, the k nearest of those rows
+    by pgvector's distance as the full query orders them (`ids_<table>`, `d_<table>`)."""
+    params: list[Any] = [user_id, "memories", user_id, "episodes", [fold(t) for t in terms]]
+    params.append(vector_literal(vector))
+    ranked, joins = [], []
+    for table, ids in candidates.items():
+        ranked.append(f"r_{table}.ids AS ids_{table}, r_{table}.d AS d_{table}")
+        joins.append(
+            f"""LEFT JOIN LATERAL (
+                SELECT array_agg(id ORDER BY distance, seq) AS ids,
+                       array_agg(distance ORDER BY distance, seq) AS d
+                FROM (SELECT id, seq, embedding <=> q.v AS distance FROM {table}
+                      WHERE id = ANY(%s) AND user_id=%s ORDER BY distance, seq LIMIT %s) c
+            ) r_{table} ON true"""
+        )
+        params += [ids, user_id, int(k)]
+    sql = f"""SELECT {_VERSION} AS v_memories, {_VERSION} AS v_episodes,
+            ARRAY(SELECT phraseto_tsquery('{FTS_CONFIG}', t)::text
+                  FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, n) ORDER BY n) AS queries
+            {"".join(", " + r for r in ranked)}
+        FROM (SELECT %s::vector AS v) q {" ".join(joins)}"""
+    return sql, params

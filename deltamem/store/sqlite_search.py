@@ -11,13 +11,14 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
+from deltamem.store.base import Store, TierRanking
 from deltamem.store.keywords import TermIndex, bm25, formula_matches, query_token, top
 from deltamem.store.sqlite_sql import bm25_sql, fts_stats, rankable
-from deltamem.store.vectors import Bank, VectorCache
+from deltamem.store.vectors import Bank, VectorCache, side_by_side
 from deltamem.types import SearchFilters
 
 # the FTS columns of each table's `{table}_fts` twin
@@ -31,6 +32,7 @@ class SQLiteSearch:
         _db: sqlite3.Connection
         _lock: threading.RLock
         _vectors: VectorCache
+        _episode_vectors: VectorCache
         _read: Callable[..., list[sqlite3.Row]]
 
     def dense_search(
@@ -54,6 +56,30 @@ class SQLiteSearch:
     ) -> list[tuple[str, float]]:
         return self._keyword_search(
             self._vectors, "memories", "bank_versions", user_id, terms, k, agent_id, filters
+        )
+
+    def tier_rankings(
+        self,
+        user_id: str,
+        vector: np.ndarray,
+        terms: list[str],
+        k: int,
+        agent_id: str | None = None,
+        filters: SearchFilters | None = None,
+        *,
+        facts: bool = True,
+        episodes: bool = True,
+    ) -> tuple[TierRanking, TierRanking]:
+        """As the four searches give them; the two tiers side by side where the
+        user's banks are large (`side_by_side`)."""
+        rank = cast(Store, super()).tier_rankings
+        scope = (user_id, vector, terms, k, agent_id, filters)
+        if not (facts and episodes):
+            return rank(*scope, facts=facts, episodes=episodes)
+        banks = (self._vectors.peek(user_id), self._episode_vectors.peek(user_id))
+        rows = sum(len(b.ids) for b in banks if b is not None)
+        return side_by_side(
+            lambda: rank(*scope, episodes=False)[0], lambda: rank(*scope, facts=False)[1], rows
         )
 
     def _bank(self, cache: VectorCache, table: str, versions: str, user_id: str) -> Bank:

@@ -14,9 +14,10 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
@@ -62,6 +63,26 @@ class OneBlasThread:
 
 
 ONE_BLAS_THREAD = OneBlasThread()
+
+# Rows (both tiers together) from which a search computes the two tiers' products
+# on two threads. Each product runs on one BLAS thread and is bound by that core (two
+# 100k x 384 products: 20.7 ms one after the other, 10.6 ms side by side on the
+# 2-core VM); below this, handing one to another thread costs more than it saves.
+PARALLEL_ROWS = 40_000
+_POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 2, thread_name_prefix="deltamem-bank")
+A = TypeVar("A")
+B = TypeVar("B")
+
+
+def side_by_side(first: Callable[[], A], second: Callable[[], B], rows: int) -> tuple[A, B]:
+    """(first(), second()): the first on a pool thread where `rows` reaches
+    PARALLEL_ROWS, so that the numpy work of the two (which frees the GIL) overlaps;
+    else one after the other."""
+    if rows < PARALLEL_ROWS:
+        return first(), second()
+    pending = _POOL.submit(first)
+    b = second()
+    return pending.result(), b
 
 
 @dataclass
