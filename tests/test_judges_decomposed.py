@@ -148,6 +148,20 @@ class ScoringLLM(ScriptedLLM):
         return scores, Completion("", 10, 0)
 
 
+def test_a_yes_no_answer_with_the_references_word_has_its_own_cut(tmp_path: Path) -> None:
+    """After the right yes/no word the check only weighs the rewording of the reason,
+    so the cut is lower than for other answers (tuned on the labels' tune half)."""
+    j = DecomposedJudges(ScoringLLM(0.32), JudgeCache(tmp_path / "c.sqlite"))
+    q = "Did Martin abandon the conservation hikes?"
+    ref = "No, he embraced them for his environmental goals."
+    got = j.qa(q, ref, [], "No, he is still into conservation efforts and nature walks.")
+    assert got["verdict"] == "correct" and "0.32" in got["reason"]
+    # the same probability for an answer without the yes/no word: not the same
+    assert j.qa(q, ref, [], "He still enjoys nature walks.")["verdict"] == "hallucination"
+    low = DecomposedJudges(ScoringLLM(0.2), JudgeCache(tmp_path / "d.sqlite"))
+    assert low.qa(q, ref, [], "No, he swapped them for cycling.")["verdict"] == "hallucination"
+
+
 @pytest.mark.parametrize(("p", "score"), [(0.9, 2), (0.5, 1), (0.1, 0)])
 def test_integrity_grades_the_probability(tmp_path: Path, p: float, score: int) -> None:
     llm = ScoringLLM(p)

@@ -38,6 +38,11 @@ CANDIDATES = 3  # memories (or turns) a check is asked about, best word overlap 
 THRESHOLDS: dict[str, float] = {
     "same_answer": 0.65,  # HaluMem QA: the same answer
     "same_answer_locomo": 0.3,  # LoCoMo's rubric is lenient ("the same topic")
+    # HaluMem QA, a yes/no answer opening with the reference's word: the check
+    # compares what follows, which rewords the reason ("still interested in the
+    # hikes" for "embraced them"), and gives right answers P 0.2-0.4 (tune half,
+    # 2026-11-23: kappa 0.638 -> 0.794; 0.25 or 0.35 give 0.708 / 0.638)
+    "same_polarity": 0.3,
     "covers_full": 0.65,
     "covers_part": 0.3,
     "update": 0.75,
@@ -156,6 +161,8 @@ class DecomposedJudges:
             # "No, he did not abandon them" for "No, he embraced them": the question is
             # answered and nothing is claimed beyond it (the check wants the detail)
             return "correct", f"both answer {said!r}; the rest restates the question (code)"
+        if said and said == meant and cut == "same_answer":
+            cut = "same_polarity"
         asked = content(question)
         want, found = content(answer, asked), content(prediction, asked)
         # Code settles the two cases a 1.5B check gets wrong most (hand labels, both
