@@ -163,6 +163,54 @@ def _refused_once(out: Path, report: dict, step: str, needle: str) -> None:
     assert report["generations"]["acceptance_rate"] == round(15 / 16, 4)
 
 
+def test_a_paragraph_fact_and_a_keyword_in_another_form_are_mended_not_refused(
+    tmp_path: Path,
+) -> None:
+    """What a 1.5B model writes at the profile step: one paragraph per area, with a
+    sentence that carries no keyword, and a keyword in another form than its text."""
+
+    def paragraph(good: dict) -> dict:
+        good["facts"][0]["content"] = CAREER + " Her team is small and friendly."
+        good["facts"][1]["keywords"] = ["asthma", "inhalers", "running"]
+        return good
+
+    world = SynthWorld()
+    world.bad["profile"] = [paragraph]
+    report, _ = run(tmp_path, world)
+    assert report["generations"]["refused"] == 0 and report["sessions"]["kept"] == 4
+    (user,) = lines(tmp_path / "halumem.jsonl")
+    intro = user["sessions"][0]["memory_points"]
+    # the sentence without two keywords is dropped, not given any
+    assert [p["memory_content"] for p in intro] == [CAREER, ASTHMA, SISTER]
+    recs = lines(tmp_path / "records.jsonl")
+    assert recs[0]["ops"][1]["keywords"] == ["asthma", "inhaler", "running"]
+
+
+def test_split_fact_keeps_each_sentence_with_its_own_keywords() -> None:
+    from deltamem.train.synth.repair import keyword_as_written, split_fact
+    from deltamem.train.synth.schemas import Fact
+
+    fact = Fact(
+        area="health",
+        content="Emily is managing her health. She takes regular exercise and follows a "
+        "healthy eating plan. She is also taking medication prescribed by her doctor.",
+        keywords=["regular exercise", "healthy eating plan", "medication", "doctor"],
+    )
+    assert [(f.content, f.keywords) for f in split_fact(fact)] == [
+        (
+            "Emily takes regular exercise and follows a healthy eating plan.",
+            ["regular exercise", "healthy eating plan"],
+        ),
+        ("Emily is also taking medication prescribed by her doctor.", ["medication", "doctor"]),
+    ]
+    # no sentence with two keywords: the fact comes back whole, for the checks
+    lone = Fact(area="career", content="Emily is a nurse. She likes it.", keywords=["nurse", "x"])
+    assert split_fact(lone) == [lone]
+    assert keyword_as_written("cooking", "Emily likes to cook Thai food") == "cook"
+    assert keyword_as_written("chemistry teacher", "a teacher of chemistry") == "chemistry teacher"
+    assert keyword_as_written("baking", "Emily likes to cook") == "baking"
+
+
 def test_bad_json_shape_is_refused_and_regenerated(tmp_path: Path) -> None:
     world = SynthWorld()
     world.bad["profile"] = [lambda good: {"profile": "Ada", "facts": good["facts"]}]

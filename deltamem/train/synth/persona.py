@@ -32,6 +32,7 @@ from deltamem.train.synth.data import (
     SynthConfig,
     apply_ops,
 )
+from deltamem.train.synth.repair import mend_anchor, mend_ops, mend_profile
 from deltamem.train.synth.schemas import (
     PROFILE_SCHEMA,
     AnchorReply,
@@ -107,7 +108,7 @@ class PersonaRun:
             "profile",
             render.profile_prompt(self.result.seed, self.cfg.initial_facts),
             PROFILE_SCHEMA,
-            lambda raw: (_dump(check_profile(ProfileReply.model_validate(raw))), []),
+            lambda raw: (_dump(check_profile(mend_profile(ProfileReply.model_validate(raw)))), []),
         )
         if got is None:
             self.skip(self.result.planned, "profile", "no profile")
@@ -186,7 +187,9 @@ class PersonaRun:
             anchor_schema(len(events)),
             lambda raw: (
                 check_anchor(
-                    AnchorReply.model_validate(raw), n_events=len(events), first_name=first
+                    mend_anchor(AnchorReply.model_validate(raw)),
+                    n_events=len(events),
+                    first_name=first,
                 ).model_dump(mode="json"),
                 [],
             ),
@@ -210,7 +213,7 @@ class PersonaRun:
             ),
             ops_schema(state),
             lambda raw: _dump_pruned(
-                check_ops(OpsReply.model_validate(raw), state=state, first_name=first)
+                check_ops(mend_ops(OpsReply.model_validate(raw)), state=state, first_name=first)
             ),
         )
         if got is None:

@@ -1,0 +1,86 @@
+"""What code mends in a generated memory before the checks read it.
+
+A small model writes the profile step's facts as one paragraph per life area ("Emily
+works as a nurse. Her employer is XYZ Hospital, and she earns $70,000 a year. She
+is taking regular exercise …"), with the keywords spread over its sentences, and it
+names a keyword in another form than its text ("cooking" for "likes to cook").
+Refusing these (docs/benchmarks.md: two personas, 12 generations, nothing kept) is
+what the checks did; mending them keeps the facts the model did state:
+
+- a paragraph is split into its sentences (`manager.atomise.split_facts`, which
+  also gives a sentence that opens with "She" / "Her" the person's name back); a
+  sentence is kept as a fact where it holds at least two of the keywords, with
+  those keywords;
+- a one-word keyword that is not in the text, but whose stem is a word of the text,
+  becomes that word (`keyword_in` then finds it, as the reward will).
+
+What is mended is still checked; nothing is invented: a sentence without two
+keywords is dropped, not given new ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from deltamem.manager.atomise import split_facts
+from deltamem.porter import stem
+from deltamem.text import terms
+from deltamem.train.distance import keyword_in
+from deltamem.train.synth.checks import MAX_KEYWORDS, MIN_KEYWORDS
+from deltamem.train.synth.schemas import AnchorReply, Fact, OpsReply, ProfileReply
+
+
+def keyword_as_written(keyword: str, text: str) -> str:
+    """`keyword`, or the word of `text` it is another form of ("cooking" → "cook")."""
+    if keyword_in(keyword, text) or len(keyword.split()) != 1:
+        return keyword
+    want = stem(keyword.strip().lower())
+    return next((w for w in terms(text) if stem(w.lower()) == want), keyword)
+
+
+def keywords_as_written(keywords: Sequence[str], text: str) -> list[str]:
+    return [keyword_as_written(k, text) for k in keywords]
+
+
+def split_fact(fact: Fact) -> list[Fact]:
+    """A paragraph fact as the sentences of it that carry two or more keywords (each
+    with its own); a fact of one sentence, or one no sentence of which carries two,
+    comes back whole (keywords mended), for the checks to judge."""
+    whole = fact.model_copy(update={"keywords": keywords_as_written(fact.keywords, fact.content)})
+    sentences = split_facts(fact.content)
+    if len(sentences) < 2:
+        return [whole]
+    kept: list[Fact] = []
+    for sentence in sentences:
+        mine = [k for k in keywords_as_written(fact.keywords, sentence) if keyword_in(k, sentence)]
+        if len(mine) >= MIN_KEYWORDS:
+            kept.append(Fact(area=fact.area, content=sentence, keywords=mine[:MAX_KEYWORDS]))
+    return kept or [whole]
+
+
+def mend_profile(reply: ProfileReply) -> ProfileReply:
+    """The profile reply with each paragraph fact split (`split_fact`)."""
+    facts = [piece for fact in reply.facts for piece in split_fact(fact)]
+    return reply.model_copy(update={"facts": facts})
+
+
+def mend_anchor(reply: AnchorReply) -> AnchorReply:
+    """The anchor thread with each step's keywords in its text's own words."""
+    thread = [
+        s.model_copy(update={"keywords": keywords_as_written(s.keywords, s.memory)})
+        for s in reply.thread
+    ]
+    return reply.model_copy(update={"thread": thread})
+
+
+def mend_ops(reply: OpsReply) -> OpsReply:
+    """The operations and distractors with their keywords in their text's own words."""
+    ops = [
+        o.model_copy(update={"keywords": keywords_as_written(o.keywords, o.memory)})
+        for o in reply.operations
+    ]
+    distractors = [
+        d.model_copy(update={"keywords": keywords_as_written(d.keywords, d.memory)})
+        for d in reply.distractors
+    ]
+    return reply.model_copy(update={"operations": ops, "distractors": distractors})
