@@ -25,16 +25,20 @@ def clip(text: str, limit: int = EXCERPT_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-Order = Literal["date", "relevance"]
+Order = Literal["date", "newest", "relevance"]
+ORDERS: tuple[Order, ...] = ("date", "newest", "relevance")
 # what the prompt says of the order the items are listed in
-ORDER_NOTE = {"date": "oldest first", "relevance": "most relevant first"}
+ORDER_NOTE = {"date": "oldest first", "newest": "newest first", "relevance": "most relevant first"}
 
 
 def memory_lines(hits: list[SearchHit], order: Order = "date") -> tuple[list[str], list[str]]:
     """Facts ("date | fact") and conversation excerpts ("date | speaker: words"),
     each tier oldest first ("date": "the most recent" is where the model looks
-    last), or as search ranked them ("relevance": the best match first)."""
-    ordered = sorted(hits, key=lambda h: h.memory.timestamp) if order == "date" else list(hits)
+    last), newest first ("newest": where a small model looks first), or as search
+    ranked them ("relevance": the best match first)."""
+    ordered = list(hits)
+    if order in ("date", "newest"):
+        ordered.sort(key=lambda h: h.memory.timestamp, reverse=order == "newest")
     facts = [
         f"{h.memory.timestamp:%Y-%m-%d} | {h.memory.content}" for h in ordered if h.kind == "fact"
     ]

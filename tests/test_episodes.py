@@ -188,6 +188,11 @@ def test_the_answerer_lists_hits_by_date_or_as_ranked() -> None:
     by_rank = Answerer(ScriptedLLM(), order="relevance").prompt("Where does Ana work?", ranked)
     text = by_rank[1]["content"]
     assert "most relevant first:" in text and text.index("Fernhill") < text.index("Northwind")
+    # newest first: where a small model looks first (the relevance order reversed here)
+    ranked.reverse()
+    newest = Answerer(ScriptedLLM(), order="newest").prompt("Where does Ana work?", ranked)
+    text = newest[1]["content"]
+    assert "newest first:" in text and text.index("Fernhill") < text.index("Northwind")
 
 
 def test_replay_keeps_the_episodes(mem: Memory, llm: ScriptedLLM) -> None:

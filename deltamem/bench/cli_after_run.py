@@ -36,7 +36,8 @@ def answer(
         str | None, typer.Option("--systems", help="Only these systems' questions.")
     ] = None,
     order: Annotated[
-        str, typer.Option(help="List the hits by date (oldest first) or by relevance.")
+        str,
+        typer.Option(help="List the hits by date (oldest first), newest first, or by relevance."),
     ] = "date",
     llm: LLMOpt = None,
     judge: JudgeOpt = "none",
@@ -51,12 +52,13 @@ def answer(
     """Answer a run's questions again from its log (each question's hits are kept),
     with this --llm and --k, into OUT; HaluMem questions are then judged with
     --judge (QA only: the other verdicts are carried over)."""
+    from deltamem.answer import ORDERS
     from deltamem.bench.log import RESULTS, log_calls, read_records
     from deltamem.bench.reanswer import ReanswerRun, reanswer
     from deltamem.llm import make_llm
 
-    if order not in ("date", "relevance"):
-        raise typer.BadParameter("--order is date or relevance")
+    if order not in ORDERS:
+        raise typer.BadParameter(f"--order is one of {', '.join(ORDERS)}")
     model = make_llm(llm, timeout=timeout)
     with own_run_dir(out), progress_bars() as advance:
         log_calls(model, out)
@@ -66,7 +68,7 @@ def answer(
             k=k,
             systems=tuple(n.strip() for n in (systems or "").split(",") if n.strip()),
             resume=resume,
-            order="relevance" if order == "relevance" else "date",
+            order=order,
         )
         n = reanswer(job, model, progress=advance)
         console.print(f"[bold]{n}[/bold] questions answered → {out}")
