@@ -117,8 +117,7 @@ class PostgresSearch:
             phrase = any(p is False for p in parsed)
             lexemes = [p for p in parsed if isinstance(p, str)]
             for t in live:
-                near = zip(row[f"ids_{t}"] or [], row[f"d_{t}"] or [], strict=True)
-                ranked[t].dense = [(i, 1.0 - float(d)) for i, d in near]
+                ranked[t].dense = _nearest(row, t)
                 if not terms:
                     continue
                 if phrase or banks[t].postings is None:
@@ -239,17 +238,10 @@ class PostgresSearch:
             ids = bank.candidates(vector, k, agent_id, filters)
             if ids is None:
                 break
-            rows = self._read(
-                f"""SELECT v.version, c.id, c.distance
-                    FROM (SELECT {_VERSION} AS version) v LEFT JOIN LATERAL (
-                        SELECT id, embedding <=> %s::vector AS distance FROM {table}
-                        WHERE id = ANY(%s) AND user_id=%s ORDER BY distance, seq LIMIT %s
-                    ) c ON true""",
-                [user_id, table, vector_literal(vector), ids, user_id, int(k)],
-            )
-            if int(rows[0]["version"]) == bank.version:
-                return [(r["id"], 1.0 - float(r["distance"])) for r in rows if r["id"] is not None]
-            bank = self._bank(table, user_id, int(rows[0]["version"]))
+            row = self._read(*_ranking_statement(user_id, vector, [], k, {table: ids}))[0]
+            if int(row[f"v_{table}"]) == bank.version:
+                return _nearest(row, table)
+            bank = self._bank(table, user_id, int(row[f"v_{table}"]))
         return knn(self._read, table, user_id, vector, k, where)
 
     # --- keywords ------------------------------------------------------------------
@@ -267,18 +259,13 @@ class PostgresSearch:
         limit = k if k >= 0 else None
         if not self.cached_search:
             return text_rank(self._read, table, user_id, terms, limit, where)
-        rows = self._read(
-            f"""SELECT {_VERSION} AS version, ARRAY(
-                    SELECT phraseto_tsquery('{FTS_CONFIG}', t)::text
-                    FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, n) ORDER BY n) AS queries""",
-            [user_id, table, [fold(t) for t in terms]],
-        )
+        rows = self._read(*_ranking_statement(user_id, None, terms, 0, {}))
         if not rows:  # a NUL in the user id or a term: nothing stored can match
             return []
         parsed = [query_lexeme(q) for q in rows[0]["queries"]]
         if any(p is False for p in parsed):  # a phrase: ranked in SQL
             return text_rank(self._read, table, user_id, terms, limit, where)
-        bank = self._bank(table, user_id, int(rows[0]["version"]))
+        bank = self._bank(table, user_id, int(rows[0][f"v_{table}"]))
         if bank.postings is None:
             return text_rank(self._read, table, user_id, terms, limit, where)
         lexemes = [p for p in parsed if isinstance(p, str)]
@@ -288,13 +275,20 @@ class PostgresSearch:
 
 
 def _ranking_statement(
-    user_id: str, vector: np.ndarray, terms: list[str], k: int, candidates: dict[str, list[str]]
+    user_id: str,
+    vector: np.ndarray | None,
+    terms: list[str],
+    k: int,
+    candidates: dict[str, list[str]],
 ) -> tuple[str, list[Any]]:
     """One row: each tier's version (`v_<table>`), the `phraseto_tsquery` text of each
     term (`queries`) and, for each table in `candidates`, the k nearest of those rows
-    by pgvector's distance as the full query orders them (`ids_<table>`, `d_<table>`)."""
+    by pgvector's distance to `vector` as the full query orders them (`ids_<table>`,
+    `d_<table>`; read them with `_nearest`)."""
     params: list[Any] = [user_id, "memories", user_id, "episodes", [fold(t) for t in terms]]
-    params.append(vector_literal(vector))
+    if candidates:
+        assert vector is not None
+        params.append(vector_literal(vector))
     ranked, joins = [], []
     for table, ids in candidates.items():
         ranked.append(f"r_{table}.ids AS ids_{table}, r_{table}.d AS d_{table}")
@@ -311,5 +305,11 @@ def _ranking_statement(
             ARRAY(SELECT phraseto_tsquery('{FTS_CONFIG}', t)::text
                   FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, n) ORDER BY n) AS queries
             {"".join(", " + r for r in ranked)}
-        FROM (SELECT %s::vector AS v) q {" ".join(joins)}"""
+        {"FROM (SELECT %s::vector AS v) q " + " ".join(joins) if candidates else ""}"""
     return sql, params
+
+
+def _nearest(row: Row, table: str) -> list[tuple[str, float]]:
+    """(id, 1 - pgvector's cosine distance) of `table`'s candidates in a ranking row."""
+    near = zip(row[f"ids_{table}"] or [], row[f"d_{table}"] or [], strict=True)
+    return [(i, 1.0 - float(d)) for i, d in near]
