@@ -161,6 +161,28 @@ def test_locomo_runner_with_judge(tmp_path: Path, embedder: Embedder) -> None:
     assert q["reached"] and q["prediction"] == "Comet"
 
 
+def test_locomo_write_pass_without_answers_is_answered_later(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    from deltamem.bench.reanswer import ReanswerRun, reanswer
+
+    out = tmp_path / "loc"
+    run = LocomoRun(data=LOCOMO_FIX, out=out, systems=["retrieval"], answer=False)
+    llm = ScriptedLLM(default=locomo_answer)
+    m = run_locomo(run, llm=llm, embedder=embedder, judge=ScriptedLLM(default=judge_reply))
+    assert llm.requests == []  # no answer call, and no judge without answers
+    assert m["retrieval"]["f1"] is None and m["retrieval"]["evidence_recall"] == 1.0
+    recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    qs = [r for r in recs if r["kind"] == "question"]
+    assert qs and all(q["prediction"] is None and q["not_answered"] and q["hits"] for q in qs)
+
+    again = tmp_path / "again"
+    assert reanswer(ReanswerRun(source=out, out=again), llm) == len(qs)
+    done = [json.loads(x) for x in (again / "results.jsonl").read_text().splitlines()]
+    dog = next(r for r in done if r.get("question") == "What is the name of Ann's dog?")
+    assert dog["prediction"] == "Comet" and dog["f1"] == 1.0 and "not_answered" not in dog
+
+
 def test_locomo_session_limit_keeps_answerable_questions(
     tmp_path: Path, embedder: Embedder
 ) -> None:

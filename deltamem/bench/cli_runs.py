@@ -103,6 +103,13 @@ def locomo(
     ] = False,
     judge_mode: JudgeModeOpt = "auto",
     timeout: TimeoutOpt = 900.0,
+    answers: Annotated[
+        bool,
+        typer.Option(
+            help="Answer the questions. --no-answers: retrieval and evidence recall only "
+            "(the write pass; `deltamem bench answer` answers the logged hits later)."
+        ),
+    ] = True,
 ) -> None:
     """LoCoMo: token F1, BLEU-1, evidence recall (and an LLM judge when given)."""
     from deltamem.bench.locomo import LocomoRun, run_locomo
@@ -120,6 +127,7 @@ def locomo(
             resume=resume,
             both_as_user=both_as_user,
             judge_mode=judge_mode,
+            answer=answers,
             progress=advance,
         )
         metrics = run_locomo(run, llm=model, embedder=emb, judge=judge_llm)

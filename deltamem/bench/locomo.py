@@ -46,6 +46,9 @@ class LocomoRun:
     qa_k: int = QA_K
     both_as_user: bool = False  # give speaker_b role "user" too (see datasets.locomo)
     judge_mode: str = "auto"  # rubric or decomposed judges (judges.sets.make_judges)
+    # False: questions get retrieval and evidence recall only, no answer call (the
+    # write pass; `deltamem bench answer` answers from the logged hits later)
+    answer: bool = True
     progress: Callable[[str, int], None] | None = None
 
 
@@ -68,9 +71,9 @@ def run_locomo(
 ) -> dict[str, Any]:
     run.out.mkdir(parents=True, exist_ok=True)
     log = ResultLog(run.out / RESULTS, resume=run.resume)
-    answerer = Answerer(llm)
+    answerer = Answerer(llm) if run.answer else None
     qa_judge = None
-    if judge is not None:
+    if judge is not None and run.answer:
         from deltamem.bench.judges.locomo import LocomoJudge
 
         qa_judge = LocomoJudge(judge, run.out, run.judge_mode)
@@ -93,7 +96,7 @@ def _conversation(
     run: LocomoRun,
     system: MemorySystem,
     log: ResultLog,
-    answerer: Answerer,
+    answerer: Answerer | None,
     qa_judge: Any,
     conv: ds.LocomoConversation,
     fresh: bool,
@@ -166,6 +169,12 @@ def _conversation(
         reached = reached_turns(found, turn_ids)
         rec["reached"] = reached
         rec["evidence_recall"] = lm.evidence_recall(qa.evidence, reached)
+        if answerer is None:
+            rec.update(prediction=None, f1=None, bleu1=None, judge=None)
+            rec["not_answered"] = "run without answers"
+            log.write(rec)
+            tick(run.progress, "questions")
+            continue
         prediction = ""
         try:
             prediction = answerer.answer(
