@@ -182,6 +182,14 @@ def test_locomo_write_pass_without_answers_is_answered_later(
     dog = next(r for r in done if r.get("question") == "What is the name of Ann's dog?")
     assert dog["prediction"] == "Comet" and dog["f1"] == 1.0 and "not_answered" not in dog
 
+    from deltamem.bench.locomo import judge_answers
+
+    judge = ScriptedLLM(default=judge_reply)
+    assert judge_answers(again, judge, "rubric") == 3  # the adversarial one is not judged
+    judged = [json.loads(x) for x in (again / "results.jsonl").read_text().splitlines()]
+    assert sum(r.get("judge") is True for r in judged) == 1
+    assert judge_answers(again, judge, "rubric") == 0  # nothing judged twice
+
 
 def test_locomo_session_limit_keeps_answerable_questions(
     tmp_path: Path, embedder: Embedder

@@ -43,15 +43,15 @@ def answer(
     judge: JudgeOpt = "none",
     data: Annotated[
         Path | None,
-        typer.Option("--data", exists=True, dir_okay=False, help="HaluMem JSONL (for the judges)."),
+        typer.Option("--data", exists=True, dir_okay=False, help="HaluMem JSONL (for its judges; LoCoMo needs none)."),
     ] = None,
     judge_mode: JudgeModeOpt = "auto",
     resume: Annotated[bool, typer.Option(help="Skip questions already in OUT.")] = False,
     timeout: TimeoutOpt = 900.0,
 ) -> None:
     """Answer a run's questions again from its log (each question's hits are kept),
-    with this --llm and --k, into OUT; HaluMem questions are then judged with
-    --judge (QA only: the other verdicts are carried over)."""
+    with this --llm and --k, into OUT; the questions are then judged with --judge
+    (for HaluMem QA only: the other verdicts are carried over)."""
     from deltamem.answer import ORDERS
     from deltamem.bench.log import RESULTS, log_calls, read_records
     from deltamem.bench.reanswer import ReanswerRun, reanswer
@@ -74,8 +74,12 @@ def answer(
         console.print(f"[bold]{n}[/bold] questions answered → {out}")
         records = list(read_records(out / RESULTS))
         if any("category" in r for r in records if r.get("kind") == "question"):
+            from deltamem.bench.locomo import judge_answers
             from deltamem.bench.locomo import write_metrics as locomo_metrics
 
+            judge_llm = judge_llm_for(judge, llm, model, timeout, out)
+            if judge_llm is not None:
+                judge_answers(out, judge_llm, judge_mode, progress=advance)
             metrics = locomo_metrics(out)
         else:
             from deltamem.bench.halumem import write_metrics

@@ -11,6 +11,7 @@ OUT/results.jsonl as it is produced; --resume skips what is there.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from typing import Any
 from deltamem.answer import Answerer
 from deltamem.bench.answering import as_search_hits, error_text
 from deltamem.bench.datasets import locomo as ds
-from deltamem.bench.log import RESULTS, ResultLog
+from deltamem.bench.log import RESULTS, ResultLog, read_records
 from deltamem.bench.metrics import locomo as lm
 from deltamem.bench.metrics.cost import cost_metrics
 from deltamem.bench.runner import each_system, tick, write_run_metrics
@@ -195,6 +196,39 @@ def _conversation(
         log.write(rec)
         tick(run.progress, "questions")
     log.write({"key": done, "kind": "user_done", "system": system.name, "user": uid})
+
+
+def judge_answers(
+    out: Path,
+    judge: LLM,
+    mode: str = "auto",
+    progress: Callable[[str, int], None] | None = None,
+) -> int:
+    """Judge OUT's answered questions that have no verdict yet (a run answered
+    again with `bench answer`); verdicts are cached, so an interrupted call loses
+    nothing. Returns how many were judged."""
+    from deltamem.bench.judges.locomo import LocomoJudge
+
+    path = out / RESULTS
+    records = list(read_records(path))
+    qa_judge = LocomoJudge(judge, out, mode)
+    judged = 0
+    for rec in records:
+        wanted = rec.get("kind") == "question" and rec.get("category") != 5
+        if not wanted or rec.get("judge") is not None or rec.get("prediction") is None:
+            continue
+        if rec.get("error"):
+            continue
+        rec["judge"] = qa_judge.correct(rec["question"], rec.get("answer") or "", rec["prediction"])
+        judged += 1
+        tick(progress, "judged")
+    tmp = path.with_suffix(".jsonl.tmp")
+    tmp.write_text(
+        "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records),
+        encoding="utf-8",
+    )
+    tmp.replace(path)
+    return judged
 
 
 def write_metrics(out: Path) -> dict[str, Any]:
