@@ -43,7 +43,12 @@ def answer(
     judge: JudgeOpt = "none",
     data: Annotated[
         Path | None,
-        typer.Option("--data", exists=True, dir_okay=False, help="HaluMem JSONL (for its judges; LoCoMo needs none)."),
+        typer.Option(
+            "--data",
+            exists=True,
+            dir_okay=False,
+            help="HaluMem JSONL (for its judges; LoCoMo needs none).",
+        ),
     ] = None,
     judge_mode: JudgeModeOpt = "auto",
     resume: Annotated[bool, typer.Option(help="Skip questions already in OUT.")] = False,
