@@ -40,8 +40,12 @@ def facts(*items: str) -> dict[str, Any]:
     return {"facts": list(items)}
 
 
-def manager(llm: ScriptedLLM, embedder: Embedder, store: Store) -> Manager:
-    return Manager(llm, embedder, store, ManagerConfig(strategy="turns"))
+def manager(
+    llm: ScriptedLLM, embedder: Embedder, store: Store, decide: str = "model"
+) -> Manager:
+    """The per-turn manager; its decisions by the (scripted) model unless `decide`
+    says "code", the default."""
+    return Manager(llm, embedder, store, ManagerConfig(strategy="turns", decide=decide))  # type: ignore[arg-type]
 
 
 def test_one_call_per_user_turn_with_only_that_turn_and_its_context(
@@ -379,3 +383,60 @@ def test_a_self_introduction_names_the_person() -> None:
     assert introduced_name(["My name's Ana Lima."]) == "Ana Lima"
     # one capitalised word after "I'm" is a nationality or a mood, not a name
     assert introduced_name(["I'm Canadian and I'm so happy today."]) is None
+
+
+def test_by_default_code_decides_and_makes_no_call(embedder: Embedder, store: Store) -> None:
+    """The same, a richer version and one value swapped are settled from the words;
+    anything else related is added beside the memory it resembles, dated."""
+    seed(
+        store,
+        embedder,
+        "User's name is Priya Raman.",
+        "Priya Raman earns 3,100 GBP a month.",
+        "Priya Raman owns a dance studio.",
+        "Priya Raman is learning Portuguese with an app.",
+        "Priya Raman works as a data analyst at Northwind Bank.",
+    )
+    llm = ScriptedLLM(
+        [
+            facts("Priya Raman earns 3,600 GBP a month."),
+            facts("Priya Raman owns a dance studio by the river."),
+            facts("Priya Raman is learning Portuguese."),
+            facts("Priya Raman works as an engineer at Fernhill Labs."),
+        ]
+    )
+    turns = [
+        ("user", "I earn 3,600 GBP a month since the raise."),
+        ("assistant", "Congratulations!"),
+        ("user", "My dance studio is by the river."),
+        ("assistant", "Lovely."),
+        ("user", "Still learning Portuguese."),
+        ("assistant", "Keep going."),
+        ("user", "I work as an engineer at Fernhill Labs."),
+    ]
+    plan = manager(llm, embedder, store, decide="code").plan(rec(turns, days=3))
+    assert len(llm.requests) == 4  # one extraction call per user turn, no decision call
+    ops = [(w.op, w.content) for w in plan.writes]
+    assert ("update", "Priya Raman earns 3,600 GBP a month.") in ops
+    assert ("update", "Priya Raman owns a dance studio by the river.") in ops
+    assert ("add", "Priya Raman works as an engineer at Fernhill Labs.") in ops
+    assert [o.note for o in plan.noops] == ["the same as a known memory"]
+    assert ManagerConfig().decide == "code"
+
+
+def test_code_does_not_take_another_event_or_a_paraphrase_for_a_change() -> None:
+    from deltamem.manager.resolve import decided_in_code
+
+    who = "Sarah Garcia"
+    kept_apart = [
+        ("Sarah Garcia went to Rome on 12 May 2024.", "Sarah Garcia went to Rome on 3 March 2023."),
+        ("Sarah Garcia lives in Boston.", "Sarah Garcia lives in Miami."),  # one word besides
+        ("Sarah Garcia is passionate about music.", "Sarah Garcia is a Music enthusiast."),
+    ]
+    for new, old in kept_apart:
+        assert decided_in_code(new, [old], who) == "new", (new, old)
+    assert decided_in_code(
+        "Sarah Garcia's monthly income is 18,000 USD.",
+        ["Sarah Garcia has 139000 USD in savings.", "Sarah Garcia's monthly income is 15600 USD."],
+        who,
+    ) == "changes 2"

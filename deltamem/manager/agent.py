@@ -41,7 +41,7 @@ from deltamem.manager.render import (
     render_turns,
     template,
 )
-from deltamem.manager.resolve import Resolver
+from deltamem.manager.resolve import Decide, Resolver
 from deltamem.manager.validate import PendingWrite, Workspace, apply_ops
 from deltamem.retrieval.hybrid import HybridSearcher
 from deltamem.store.base import PlannedWrite, Store
@@ -59,6 +59,12 @@ class ManagerConfig:
     # "turns": per-turn extraction, then a narrow decision per fact (small models);
     # "session": one agent call per chunk that sees the related memories
     strategy: Literal["turns", "session"] = "turns"
+    # "turns": how a new fact is decided against its nearest memories: "code" (same,
+    # richer version, one value swapped; else added beside) or "model" (a narrow call
+    # per fact). On the embedded 1.5B model the call's updates were wrong in every
+    # sampled case and erased true facts (docs/benchmarks.md); stronger models may
+    # do better with "model"
+    decide: Decide = "code"
     assistant_words: int = 40  # assistant turns are cut to about this many words
     prefetch: int = 12  # memories pre-retrieved per chunk (a small model copies long lists)
     # Search-tool rounds per chunk. Off by default: with the embedded 1.5B model a
@@ -74,13 +80,17 @@ class ManagerConfig:
     @classmethod
     def from_env(cls) -> ManagerConfig:
         """Defaults, with the strategy from $DELTAMEM_MANAGER ("turns" or "session")
-        when set: the service and the CLI take it from there."""
+        and the decision step from $DELTAMEM_DECIDE ("code" or "model") when set:
+        the service and the CLI take them from there."""
         strategy = os.environ.get("DELTAMEM_MANAGER", "").strip().lower() or "turns"
         if strategy not in ("turns", "session"):
             raise ValueError(
                 f"DELTAMEM_MANAGER={strategy!r}: the manager strategy is 'turns' or 'session'"
             )
-        return cls(strategy=strategy)  # type: ignore[arg-type]
+        decide = os.environ.get("DELTAMEM_DECIDE", "").strip().lower() or "code"
+        if decide not in ("code", "model"):
+            raise ValueError(f"DELTAMEM_DECIDE={decide!r}: the decision is 'code' or 'model'")
+        return cls(strategy=strategy, decide=decide)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -160,7 +170,8 @@ class Manager:
         extractor = FactExtractor(self.llm, assistant_words=self.config.assistant_words)
         name = self._known_name(session)
         candidates = extractor.extract(session, name, noops)
-        writes, calls = Resolver(self.llm, self.embedder, self.store).resolve(
+        resolver = Resolver(self.llm, self.embedder, self.store, self.config.decide)
+        writes, calls = resolver.resolve(
             session, candidates, noops, name
         )
         stats["llm_calls"] += sum(m.role == "user" for m in session.messages) + calls
