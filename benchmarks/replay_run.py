@@ -3,8 +3,8 @@ and search, no model (HaluMem or LoCoMo).
 
     python benchmarks/replay_run.py runs/c12-u3 \
         --data ../shared/data/halumem/pilot_slice_user3.jsonl --sessions 12 --out runs/c12-u3-code
-    python benchmarks/replay_run.py runs/lc30-deltamem --data ../shared/data/locomo/locomo10-dev.json \
-        --conversation conv-30 --out runs/lc30-code
+    python benchmarks/replay_run.py runs/lc30-deltamem \
+        --data ../shared/data/locomo/locomo10-dev.json --conversation conv-30 --out runs/lc30-code
 
 The per-turn extractor never sees the stored memories, so what the model wrote for
 a user turn does not depend on what was decided before it. This feeds a run's

@@ -40,9 +40,7 @@ def facts(*items: str) -> dict[str, Any]:
     return {"facts": list(items)}
 
 
-def manager(
-    llm: ScriptedLLM, embedder: Embedder, store: Store, decide: str = "model"
-) -> Manager:
+def manager(llm: ScriptedLLM, embedder: Embedder, store: Store, decide: str = "model") -> Manager:
     """The per-turn manager; its decisions by the (scripted) model unless `decide`
     says "code", the default."""
     return Manager(llm, embedder, store, ManagerConfig(strategy="turns", decide=decide))  # type: ignore[arg-type]
@@ -435,8 +433,21 @@ def test_code_does_not_take_another_event_or_a_paraphrase_for_a_change() -> None
     ]
     for new, old in kept_apart:
         assert decided_in_code(new, [old], who) == "new", (new, old)
-    assert decided_in_code(
-        "Sarah Garcia's monthly income is 18,000 USD.",
-        ["Sarah Garcia has 139000 USD in savings.", "Sarah Garcia's monthly income is 15600 USD."],
-        who,
-    ) == "changes 2"
+    # a reversal is a change; a negated fact is not "the same" as the plain one
+    reversal = ("Sarah Garcia likes plain t-shirts.", "Sarah Garcia doesn't like plain t-shirts.")
+    assert decided_in_code(*reversal[:1], [reversal[1]], who) == "changes 1"
+    assert (
+        decided_in_code("Sarah Garcia doesn't like jazz.", ["Sarah Garcia likes jazz a lot."], who)
+        == "new"
+    )
+    assert (
+        decided_in_code(
+            "Sarah Garcia's monthly income is 18,000 USD.",
+            [
+                "Sarah Garcia has 139000 USD in savings.",
+                "Sarah Garcia's monthly income is 15600 USD.",
+            ],
+            who,
+        )
+        == "changes 2"
+    )

@@ -5,8 +5,8 @@ Two strategies (`ManagerConfig.strategy`):
 
 * "turns" (default): facts are extracted one user turn at a time, without the
   known memories (`extract.py`), then each new fact meets its nearest memories in
-  a narrow decision step (`resolve.py`). Built for small local models, which copy
-  whatever long list they are shown.
+  a decision step (`resolve.py`), taken in code by default (`decide`). Built for
+  small local models, which copy whatever long list they are shown.
 * "session": one agent call per chunk of the session, shown the related memories,
   answering with the whole list of operations; stronger models use it well.
 
@@ -171,9 +171,7 @@ class Manager:
         name = self._known_name(session)
         candidates = extractor.extract(session, name, noops)
         resolver = Resolver(self.llm, self.embedder, self.store, self.config.decide)
-        writes, calls = resolver.resolve(
-            session, candidates, noops, name
-        )
+        writes, calls = resolver.resolve(session, candidates, noops, name)
         stats["llm_calls"] += sum(m.role == "user" for m in session.messages) + calls
         stats["chunks"] = 1
         return Plan(writes, noops, stats)

@@ -30,7 +30,7 @@ from deltamem.manager.extract import Candidate
 from deltamem.manager.render import template
 from deltamem.porter import stem
 from deltamem.store.base import PlannedWrite, Store
-from deltamem.text import keywords, terms
+from deltamem.text import STOPWORDS, keywords, terms
 from deltamem.types import Operation, SessionRecord
 
 DUPLICATE = 0.95  # cosine at or above which a fact restates a memory
@@ -42,6 +42,8 @@ _DATE_WORDS = frozenset(
     "jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday "
     "friday saturday sunday week weekend".split()
 )
+
+_NEGATION = re.compile(r"\b(?:not|no|never|nor|neither)\b|n['’]t\b", re.IGNORECASE)
 
 Decide = Literal["code", "model"]
 
@@ -99,8 +101,10 @@ def _plain(text: str, name: str | None) -> str:
 
 
 def content_of(text: str, name: str | None) -> set[str]:
-    """The stemmed content words of a fact, the person's name left out."""
-    return {stem(t) for t in terms(_plain(text, name), limit=64)}
+    """The stemmed content words of a fact, the person's name and any negation left
+    out (a stem that is a stopword goes too: "likes" and "like" compare alike)."""
+    stems = {stem(t) for t in terms(_plain(text, name), limit=64) if not _NEGATION.search(t)}
+    return stems - STOPWORDS
 
 
 def _values(text: str, name: str | None) -> set[str]:
@@ -124,13 +128,22 @@ def decided_in_code(fact: str, memories: list[str], name: str | None) -> str:
     fact; "changes N" if the fact holds every word of memory N and more (its richer
     version), or says what memory N says with one value swapped for another (the
     same words besides, at least two of them: "earns 15600 USD a month" ->
-    "earns 18000 USD a month"; a date alone changing is another event); else "new"."""
+    "earns 18000 USD a month"; a date alone changing is another event), or says it
+    with the negation gone or come (a reversal); else "new". A negated fact is never
+    the same as, or a richer version of, one that is not."""
     new = content_of(fact, name)
     if not new:
         return "new"
     new_values = _values(fact, name)
+    flipped = _NEGATION.search(fact) is not None
     for n, memory in enumerate(memories, 1):
         old = content_of(memory, name)
+        if (_NEGATION.search(memory) is not None) != flipped:
+            # "doesn't like plain t-shirts" -> "likes plain t-shirts": the same words
+            # with the negation gone (or come) reverse the memory
+            if new == old:
+                return f"changes {n}"
+            continue
         if new <= old:
             return f"same {n}"
         if old and old < new:
@@ -154,9 +167,7 @@ def verdicts(n: int) -> list[str]:
 
 
 class Resolver:
-    def __init__(
-        self, llm: LLM, embedder: Embedder, store: Store, decide: Decide = "code"
-    ) -> None:
+    def __init__(self, llm: LLM, embedder: Embedder, store: Store, decide: Decide = "code") -> None:
         self.llm = llm
         self.embedder = embedder
         self.store = store
