@@ -211,6 +211,18 @@ def test_split_fact_keeps_each_sentence_with_its_own_keywords() -> None:
     assert keyword_as_written("baking", "Emily likes to cook") == "baking"
 
 
+def test_the_persons_name_is_dropped_from_keywords_where_others_are_left() -> None:
+    from deltamem.train.synth.repair import keywords_as_written
+
+    text = "Emily Johnson ran her first half marathon in Boston."
+    assert keywords_as_written(["Emily", "half marathon", "Boston"], text, "Emily") == [
+        "half marathon",
+        "Boston",
+    ]
+    # too few others: left as it is, for the check to refuse
+    assert keywords_as_written(["Emily", "Boston"], text, "Emily") == ["Emily", "Boston"]
+
+
 def test_bad_json_shape_is_refused_and_regenerated(tmp_path: Path) -> None:
     world = SynthWorld()
     world.bad["profile"] = [lambda good: {"profile": "Ada", "facts": good["facts"]}]

@@ -187,7 +187,7 @@ class PersonaRun:
             anchor_schema(len(events)),
             lambda raw: (
                 check_anchor(
-                    mend_anchor(AnchorReply.model_validate(raw)),
+                    mend_anchor(AnchorReply.model_validate(raw), first),
                     n_events=len(events),
                     first_name=first,
                 ).model_dump(mode="json"),
@@ -213,7 +213,9 @@ class PersonaRun:
             ),
             ops_schema(state),
             lambda raw: _dump_pruned(
-                check_ops(mend_ops(OpsReply.model_validate(raw)), state=state, first_name=first)
+                check_ops(
+                    mend_ops(OpsReply.model_validate(raw), first), state=state, first_name=first
+                )
             ),
         )
         if got is None:

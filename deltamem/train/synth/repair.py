@@ -12,7 +12,9 @@ what the checks did; mending them keeps the facts the model did state:
   sentence is kept as a fact where it holds at least two of the keywords, with
   those keywords;
 - a one-word keyword that is not in the text, but whose stem is a word of the text,
-  becomes that word (`keyword_in` then finds it, as the reward will).
+  becomes that word (`keyword_in` then finds it, as the reward will);
+- a keyword that is the person's name (which every memory holds, so it tells the
+  reward nothing) is dropped where enough others are left.
 
 What is mended is still checked; nothing is invented: a sentence without two
 keywords is dropped, not given new ones.
@@ -38,8 +40,17 @@ def keyword_as_written(keyword: str, text: str) -> str:
     return next((w for w in terms(text) if stem(w.lower()) == want), keyword)
 
 
-def keywords_as_written(keywords: Sequence[str], text: str) -> list[str]:
-    return [keyword_as_written(k, text) for k in keywords]
+def keywords_as_written(
+    keywords: Sequence[str], text: str, first_name: str | None = None
+) -> list[str]:
+    """The keywords in `text`'s own words, less the person's name where at least
+    MIN_KEYWORDS others are left."""
+    mended = [keyword_as_written(k, text) for k in keywords]
+    if first_name:
+        others = [k for k in mended if not keyword_in(first_name, k)]
+        if len(others) >= MIN_KEYWORDS:
+            return others
+    return mended
 
 
 def split_fact(fact: Fact) -> list[Fact]:
@@ -64,23 +75,23 @@ def mend_profile(reply: ProfileReply) -> ProfileReply:
     return reply.model_copy(update={"facts": facts})
 
 
-def mend_anchor(reply: AnchorReply) -> AnchorReply:
+def mend_anchor(reply: AnchorReply, first_name: str | None = None) -> AnchorReply:
     """The anchor thread with each step's keywords in its text's own words."""
     thread = [
-        s.model_copy(update={"keywords": keywords_as_written(s.keywords, s.memory)})
+        s.model_copy(update={"keywords": keywords_as_written(s.keywords, s.memory, first_name)})
         for s in reply.thread
     ]
     return reply.model_copy(update={"thread": thread})
 
 
-def mend_ops(reply: OpsReply) -> OpsReply:
+def mend_ops(reply: OpsReply, first_name: str | None = None) -> OpsReply:
     """The operations and distractors with their keywords in their text's own words."""
     ops = [
-        o.model_copy(update={"keywords": keywords_as_written(o.keywords, o.memory)})
+        o.model_copy(update={"keywords": keywords_as_written(o.keywords, o.memory, first_name)})
         for o in reply.operations
     ]
     distractors = [
-        d.model_copy(update={"keywords": keywords_as_written(d.keywords, d.memory)})
+        d.model_copy(update={"keywords": keywords_as_written(d.keywords, d.memory, first_name)})
         for d in reply.distractors
     ]
     return reply.model_copy(update={"operations": ops, "distractors": distractors})
