@@ -252,6 +252,19 @@ def test_accuracy_asks_support_and_field(tmp_path: Path) -> None:
     assert "Lovely city" not in str(llm.requests[0]["messages"])
 
 
+def test_accuracy_caps_a_value_nobody_said(tmp_path: Path) -> None:
+    """A name or number neither the person nor the references name is not "fully"
+    supported, whatever the check says; a name written run together
+    ("MatthewWilson") or a number with commas counts as said."""
+    j = DecomposedJudges(ScoringLLM(0.9), JudgeCache(tmp_path / "c.sqlite"))
+    said = ["user: I hold a PhD in Political Science; WilsonMatthew is my friend."]
+    refs = ["Ana's monthly income is 15700 yuan"]
+    assert j.accuracy(said, refs, "Ana holds a PhD in Sociology.")["score"] == 1
+    assert j.accuracy(said, refs, "Ana holds a PhD in Political Science.")["score"] == 2
+    assert j.accuracy(said, refs, "Ana's friend Matthew Wilson.")["score"] == 2
+    assert j.accuracy(said, refs, "Ana earns 15,700 yuan a month.")["score"] == 2
+
+
 def test_checks_are_cached_and_votes_are_counted(tmp_path: Path) -> None:
     cache = JudgeCache(tmp_path / "c.sqlite")
     answers = iter(["no", "yes", "yes"])

@@ -111,12 +111,16 @@ _MONTH_NUMBERS = {
 }
 
 
+_CAMEL = re.compile(r"([a-z]{2})([A-Z][a-z]{2})")  # "JacksonLinda", not "PhD"
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")  # "15,700" is the number 15700
+
+
 def exact_values(text: str, skip: AbstractSet[str] = frozenset()) -> set[str]:
     """The exact values a sentence names after its first word, lower-cased: numbers,
     and capitalised words (names, places, employers, titles, tags). CamelCase is
     split ("JacksonLinda"), a possessive dropped; "I" and `skip` (the person's
     name) are left out."""
-    text = re.sub(r"([a-z]{2})([A-Z][a-z]{2})", r"\1 \2", text)  # not "PhD"
+    text = _CAMEL.sub(r"\1 \2", _THOUSANDS.sub("", text))
     out = set()
     for token in re.findall(r"[\w'’-]+", text)[1:]:
         word = re.sub(r"['’]s$", "", token.strip("'’-"))
@@ -134,6 +138,7 @@ def values_missing(values: AbstractSet[str], memories: Sequence[str]) -> set[str
     said: set[str] = set()
     nums: set[int] = set()
     for memory in memories:
+        memory = _CAMEL.sub(r"\1 \2", _THOUSANDS.sub("", memory))  # "WilsonMatthew": Wilson
         for token in re.findall(r"[\w'’-]+", memory):
             word = re.sub(r"['’]s$", "", token.strip("'’-").lower())
             said |= {word, stem(word)}

@@ -47,7 +47,9 @@ THRESHOLDS: dict[str, float] = {
     "covers_part": 0.3,
     "update": 0.75,
     "conflict": 0.65,
-    "supported_full": 0.5,  # accuracy (tune half, 2026-11-23: kappa 0.42 -> 0.80)
+    # accuracy (tune half, 2026-11-23: kappa 0.42 -> 0.80; with the value cap,
+    # thirteenth session: 0.5 -> 0.45, kappa 0.80 -> 0.86)
+    "supported_full": 0.45,
     "supported_part": 0.15,
     "same_field": 0.5,
 }
@@ -237,6 +239,12 @@ class DecomposedJudges:
             p = self.supported.p_yes(said="\n".join(f"- {s}" for s in sources), memory=memory)
             score = graded(p, self.t["supported_full"], self.t["supported_part"])
             why = f"check: supported p {p:.2f}"
+            # a name or number that neither the person nor the references name is not
+            # "fully" supported, whatever the check leans to ("a PhD in Sociology")
+            name = {re.sub(r"['’]s$", "", w.lower()) for w in memory.split()[:2]}
+            missing = values_missing(exact_values(memory, name), own + gold)
+            if score == 2 and missing:
+                score, why = 1, f"{why}; nothing said names {sorted(missing)} (code)"
         near = ranked(memory, gold, common_words(gold), CANDIDATES)
         included = any(self.same_field.p_yes(a=memory, b=g) >= self.t["same_field"] for g in near)
         return {"score": score, "included": included, "reason": why}
