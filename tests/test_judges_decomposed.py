@@ -265,6 +265,21 @@ def test_accuracy_caps_a_value_nobody_said(tmp_path: Path) -> None:
     assert j.accuracy(said, refs, "Ana earns 15,700 yuan a month.")["score"] == 2
 
 
+def test_another_count_or_the_other_option_is_wrong_by_code(tmp_path: Path) -> None:
+    j, llm = judges(tmp_path)
+    q = "How many children does Ana have?"
+    assert j.locomo(q, "3", "She has two kids.")["label"] == "WRONG"
+    q = "Would Ana rather visit a national park or a theme park?"
+    got = j.locomo(q, "National park; she likes the outdoors", "A theme park, for the rides.")
+    assert got["label"] == "WRONG" and "other of the two options" in got["reason"]
+    assert llm.requests == []  # settled without the model
+    from deltamem.bench.judges.checks import other_choice, other_count
+
+    assert not other_count(q, "3", "She has 3 kids.")
+    assert not other_choice(q, "National park", "She would pick a national park.")
+    assert not other_choice("Is Ana a teacher?", "Yes", "No")  # no two options
+
+
 def test_checks_are_cached_and_votes_are_counted(tmp_path: Path) -> None:
     cache = JudgeCache(tmp_path / "c.sqlite")
     answers = iter(["no", "yes", "yes"])

@@ -179,6 +179,50 @@ def other_day(reference: str, answer: str) -> bool:
     return bool(want and got and not want & got)
 
 
+_COUNT_WORDS = {
+    w: n
+    for n, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve".split()
+    )
+}
+_HOW_MANY = re.compile(r"^\s*how many\b", re.IGNORECASE)
+
+
+def counts(text: str) -> set[int]:
+    """The numbers a text names, in digits or as a word up to twelve ("two kids")."""
+    said = {_COUNT_WORDS[w] for w in re.findall(r"[a-z]+", text.lower()) if w in _COUNT_WORDS}
+    return numbers(text) | said
+
+
+def other_count(question: str, reference: str, answer: str) -> bool:
+    """A "how many" question whose reference and answer each give a count, and no
+    count of the answer is the reference's ("two kids" for 3)."""
+    if not _HOW_MANY.match(question):
+        return False
+    want, got = counts(reference), counts(answer)
+    return bool(want and got and not want & got)
+
+
+def other_choice(question: str, reference: str, answer: str) -> bool:
+    """A question offering two options ("... a national park or a theme park?") where
+    the reference takes one and the answer the other (and not the reference's)."""
+    ask = question.rstrip(" ?")
+    if ask.lower().count(" or ") != 1:
+        return False
+    before, after = re.split(r"\s+or\s+", ask, maxsplit=1, flags=re.IGNORECASE)
+    first = content(" ".join(before.split()[-3:]))
+    second = content(" ".join(after.split()[:3]))
+    first, second = first - second, second - first  # "park" in both says nothing
+
+    def takes(text: str) -> str | None:
+        words = content(text)
+        a, b = bool(first & words), bool(second & words)
+        return "first" if a and not b else "second" if b and not a else None
+
+    meant, said = takes(reference), takes(answer)
+    return bool(meant and said and meant != said)
+
+
 def ranked(target: str, items: Sequence[str], skip: frozenset[str], k: int) -> list[str]:
     """The `k` items sharing most content words with `target` (at least one)."""
     want = content(target, skip)

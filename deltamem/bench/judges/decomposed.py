@@ -24,6 +24,8 @@ from deltamem.bench.judges.checks import (
     exact_values,
     negated,
     numbers,
+    other_choice,
+    other_count,
     other_day,
     polarity,
     ranked,
@@ -152,6 +154,10 @@ class DecomposedJudges:
             return "invented", "the reference says it is not known; the answer gives one (code)"
         if other_day(answer, prediction):
             return "wrong", "the answer names another day (code)"
+        if other_count(question, answer, prediction):
+            return "wrong", "the answer gives another count (code)"
+        if other_choice(question, answer, prediction):
+            return "wrong", "the answer takes the other of the two options (code)"
         # a yes/no question answered with the other word is wrong, whatever follows
         # (the 1.5B check passed "Yes, it improved" for "No, it became 'Abnormal'");
         # the same word is not enough to be right: "No, he remained negative" for
