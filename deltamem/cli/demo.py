@@ -55,7 +55,7 @@ def run_demo(db: str | Path | None, llm: LLMConfig | str | None, out: Console) -
             text = h.new_content if h.op != "delete" else h.old_content
             out.print(f"{h.op:>6} in {h.session_id}: {text}")
     else:
-        out.print("no memory was updated in this run (the model added new facts instead)")
+        out.print("no memory was updated in this run (new facts were added beside the old)")
 
     out.rule("questions")
     for q in QUESTIONS:
