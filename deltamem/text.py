@@ -20,6 +20,18 @@ STOPWORDS = frozenset(
 )
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+NEGATION = re.compile(r"\b(?:not|no|never|neither|nor)\b|n['’]t\b", re.IGNORECASE)
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+
+
+def negated(text: str) -> bool:
+    """Whether the text holds a negation ("not", "never", "doesn't" …)."""
+    return bool(NEGATION.search(text))
+
+
+def plain_numbers(text: str) -> str:
+    """The text with numbers written without thousands commas ("15,700" → "15700")."""
+    return _THOUSANDS.sub("", text)
 
 
 def words(text: str) -> list[str]:

@@ -78,18 +78,17 @@ def answer(
         n = reanswer(job, model, progress=advance)
         console.print(f"[bold]{n}[/bold] questions answered → {out}")
         records = list(read_records(out / RESULTS))
+        judge_llm = judge_llm_for(judge, llm, model, timeout, out)
         if any("category" in r for r in records if r.get("kind") == "question"):
             from deltamem.bench.locomo import judge_answers
             from deltamem.bench.locomo import write_metrics as locomo_metrics
 
-            judge_llm = judge_llm_for(judge, llm, model, timeout, out)
             if judge_llm is not None:
                 judge_answers(out, judge_llm, judge_mode, progress=advance)
             metrics = locomo_metrics(out)
         else:
             from deltamem.bench.halumem import write_metrics
 
-            judge_llm = judge_llm_for(judge, llm, model, timeout, out)
             if judge_llm is not None:
                 from deltamem.bench.judges.halumem import judge_run
 

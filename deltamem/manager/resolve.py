@@ -30,7 +30,7 @@ from deltamem.manager.extract import Candidate
 from deltamem.manager.render import template
 from deltamem.porter import stem
 from deltamem.store.base import PlannedWrite, Store
-from deltamem.text import STOPWORDS, keywords, terms
+from deltamem.text import STOPWORDS, keywords, negated, plain_numbers, terms
 from deltamem.types import Operation, SessionRecord
 
 DUPLICATE = 0.95  # cosine at or above which a fact restates a memory
@@ -42,8 +42,6 @@ _DATE_WORDS = frozenset(
     "jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday "
     "friday saturday sunday week weekend".split()
 )
-
-_NEGATION = re.compile(r"\b(?:not|no|never|nor|neither)\b|n['’]t\b", re.IGNORECASE)
 
 Decide = Literal["code", "model"]
 
@@ -97,13 +95,13 @@ def loses_details(old: str, new: str, name: str | None) -> bool:
 
 def _plain(text: str, name: str | None) -> str:
     """The fact without the person's name, numbers without their thousands commas."""
-    return re.sub(r"(?<=\d),(?=\d{3}\b)", "", without_name(text, name))
+    return plain_numbers(without_name(text, name))
 
 
 def content_of(text: str, name: str | None) -> set[str]:
     """The stemmed content words of a fact, the person's name and any negation left
     out (a stem that is a stopword goes too: "likes" and "like" compare alike)."""
-    stems = {stem(t) for t in terms(_plain(text, name), limit=64) if not _NEGATION.search(t)}
+    stems = {stem(t) for t in terms(_plain(text, name), limit=64) if not negated(t)}
     return stems - STOPWORDS
 
 
@@ -135,10 +133,10 @@ def decided_in_code(fact: str, memories: list[str], name: str | None) -> str:
     if not new:
         return "new"
     new_values = _values(fact, name)
-    flipped = _NEGATION.search(fact) is not None
+    flipped = negated(fact)
     for n, memory in enumerate(memories, 1):
         old = content_of(memory, name)
-        if (_NEGATION.search(memory) is not None) != flipped:
+        if negated(memory) != flipped:
             # "doesn't like plain t-shirts" -> "likes plain t-shirts": the same words
             # with the negation gone (or come) reverse the memory
             if new == old:
@@ -150,7 +148,7 @@ def decided_in_code(fact: str, memories: list[str], name: str | None) -> str:
             return f"changes {n}"
         old_values = _values(memory, name)
         gone, came = old_values - new_values, new_values - old_values
-        value_stems = {stem(v) for v in gone | came} | {stem(v) for v in old_values & new_values}
+        value_stems = {stem(v) for v in old_values | new_values}
         frame = old - value_stems
         if gone and came and len(frame) >= 2 and frame == new - value_stems:
             return f"changes {n}"

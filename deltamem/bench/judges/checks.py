@@ -18,7 +18,7 @@ from typing import Any
 from deltamem.bench.judges.base import PROMPTS, JudgeCache
 from deltamem.llm.base import LLM
 from deltamem.porter import stem
-from deltamem.text import terms
+from deltamem.text import negated, plain_numbers, terms
 
 # "I don't know", "not in my memory", "the memories do not name any …", "unknown"
 _ABSTAINS = re.compile(
@@ -30,7 +30,6 @@ _ABSTAINS = re.compile(
     r"|\bunknown\b|\bno (?:information|record|mention|details?|data)\b|\bnot enough information\b",
     re.IGNORECASE,
 )
-_NEGATION = re.compile(r"\b(?:not|no|never|neither|nor)\b|n['’]t\b", re.IGNORECASE)
 _MONTHS = {
     m: i
     for i, names in enumerate(
@@ -92,10 +91,6 @@ def numbers(text: str) -> set[int]:
     return {int(n) for n in re.findall(r"\d+", text)}
 
 
-def negated(text: str) -> bool:
-    return bool(_NEGATION.search(text))
-
-
 def content(text: str, skip: AbstractSet[str] = frozenset()) -> set[str]:
     """Stemmed content words, stopwords and `skip` left out."""
     return {stem(t) for t in terms(text, limit=10_000)} - skip
@@ -112,7 +107,6 @@ _MONTH_NUMBERS = {
 
 
 _CAMEL = re.compile(r"([a-z]{2})([A-Z][a-z]{2})")  # "JacksonLinda", not "PhD"
-_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")  # "15,700" is the number 15700
 
 
 def exact_values(text: str, skip: AbstractSet[str] = frozenset()) -> set[str]:
@@ -120,7 +114,7 @@ def exact_values(text: str, skip: AbstractSet[str] = frozenset()) -> set[str]:
     and capitalised words (names, places, employers, titles, tags). CamelCase is
     split ("JacksonLinda"), a possessive dropped; "I" and `skip` (the person's
     name) are left out."""
-    text = _CAMEL.sub(r"\1 \2", _THOUSANDS.sub("", text))
+    text = _CAMEL.sub(r"\1 \2", plain_numbers(text))
     out = set()
     for token in re.findall(r"[\w'’-]+", text)[1:]:
         word = re.sub(r"['’]s$", "", token.strip("'’-"))
@@ -138,7 +132,7 @@ def values_missing(values: AbstractSet[str], memories: Sequence[str]) -> set[str
     said: set[str] = set()
     nums: set[int] = set()
     for memory in memories:
-        memory = _CAMEL.sub(r"\1 \2", _THOUSANDS.sub("", memory))  # "WilsonMatthew": Wilson
+        memory = _CAMEL.sub(r"\1 \2", plain_numbers(memory))  # "WilsonMatthew": Wilson
         for token in re.findall(r"[\w'’-]+", memory):
             word = re.sub(r"['’]s$", "", token.strip("'’-").lower())
             said |= {word, stem(word)}

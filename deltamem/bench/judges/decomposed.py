@@ -66,6 +66,12 @@ def common_words(items: list[str]) -> frozenset[str]:
     return frozenset(w for w, n in counts.items() if n >= len(items) / 2)
 
 
+def opening(text: str) -> set[str]:
+    """The first two words, lower-cased, possessive dropped: the person's name in a
+    fact or memory about them, which is no value of its own."""
+    return {re.sub(r"['’]s$", "", w.lower()) for w in text.split()[:2]}
+
+
 def graded(p: float, full: float, part: float) -> int:
     return 2 if p >= full else 1 if p >= part else 0
 
@@ -227,8 +233,7 @@ class DecomposedJudges:
         # tag the memories lack is not "fully" kept ("1 million lives", "Max
         # Richter"); every one of them kept makes a partial match full ("works at
         # Oracle" in "a manager at Oracle"). For a change, only its new value counts.
-        name = {re.sub(r"['’]s$", "", w.lower()) for w in fact.split()[:2]}
-        values = exact_values(_FROM_TO.sub(lambda m: f"to {m.group(2)}", fact), name)
+        values = exact_values(_FROM_TO.sub(lambda m: f"to {m.group(2)}", fact), opening(fact))
         missing = values_missing(values, memories)
         if score == 2 and missing:
             return {"score": 1, "reason": f"{why}; no memory names {sorted(missing)} (code)"}
@@ -247,8 +252,7 @@ class DecomposedJudges:
             why = f"check: supported p {p:.2f}"
             # a name or number that neither the person nor the references name is not
             # "fully" supported, whatever the check leans to ("a PhD in Sociology")
-            name = {re.sub(r"['’]s$", "", w.lower()) for w in memory.split()[:2]}
-            missing = values_missing(exact_values(memory, name), own + gold)
+            missing = values_missing(exact_values(memory, opening(memory)), own + gold)
             if score == 2 and missing:
                 score, why = 1, f"{why}; nothing said names {sorted(missing)} (code)"
         near = ranked(memory, gold, common_words(gold), CANDIDATES)
