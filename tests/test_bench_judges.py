@@ -190,6 +190,13 @@ def test_locomo_write_pass_without_answers_is_answered_later(
     assert sum(r.get("judge") is True for r in judged) == 1
     assert judge_answers(again, judge, "rubric") == 0  # nothing judged twice
 
+    # the headline's categories alone: the adversarial question is copied unanswered
+    some = tmp_path / "some"
+    assert reanswer(ReanswerRun(source=out, out=some, categories=(1, 2, 3, 4)), llm) == 3
+    kept = [json.loads(x) for x in (some / "results.jsonl").read_text().splitlines()]
+    adv = [r for r in kept if r.get("kind") == "question" and r["category"] == 5]
+    assert adv and all(r["prediction"] is None and r["not_answered"] for r in adv)
+
 
 def test_locomo_session_limit_keeps_answerable_questions(
     tmp_path: Path, embedder: Embedder

@@ -39,6 +39,14 @@ def answer(
         str,
         typer.Option(help="List the hits by date (oldest first), newest first, or by relevance."),
     ] = "date",
+    categories: Annotated[
+        str | None,
+        typer.Option(
+            "--categories",
+            help="LoCoMo: answer only these categories (e.g. 1,2,3,4: the headline's);"
+            " the others are copied unanswered.",
+        ),
+    ] = None,
     llm: LLMOpt = None,
     judge: JudgeOpt = "none",
     data: Annotated[
@@ -74,6 +82,7 @@ def answer(
             systems=tuple(n.strip() for n in (systems or "").split(",") if n.strip()),
             resume=resume,
             order=order,
+            categories=tuple(int(c) for c in (categories or "").split(",") if c.strip()),
         )
         n = reanswer(job, model, progress=advance)
         console.print(f"[bold]{n}[/bold] questions answered → {out}")
