@@ -105,6 +105,7 @@ class SynthWorld(LLM):
             ("People carry", "anchor"),
             ("A memory system keeps", "ops"),
             ("Write a conversation", "dialogue"),
+            ("Write one exchange", "turn"),
         ):
             if first.startswith(start):
                 return step
@@ -245,6 +246,15 @@ class SynthWorld(LLM):
             for t in range(n)
         ]
         return {"turns": turns, "facts": placed, "distractors": dplaced}
+
+    def turn(self, prompt: str) -> dict[str, Any]:
+        m = re.search(r"In this message \w+ tells the assistant: (.*)$", prompt, re.M)
+        assert m
+        aside = re.search(r"guesses something that is NOT true: (.*?) It uses", prompt)
+        reply = "Thank you for telling me."
+        if aside:
+            reply += f" Maybe {aside.group(1).replace('Ada Byron', 'you')}?"
+        return {"user": m.group(1), "assistant": reply}
 
     def questions(self, prompt: str) -> dict[str, Any]:
         memories = [m.removeprefix("(earlier) ") for m in _block(prompt, "Memories (")]

@@ -39,7 +39,7 @@ SEED = ["A data analyst who runs to clear her head."]
 
 
 def config(**kw: Any) -> SynthConfig:
-    return SynthConfig(**{"events": 3, "batch": 2, **kw})
+    return SynthConfig(**{"events": 3, "batch": 2, "dialogue": "whole", **kw})
 
 
 def run(out: Path, world: SynthWorld | None = None, **kw: Any) -> tuple[dict, SynthWorld]:
@@ -441,3 +441,52 @@ def test_check_ops_returns_the_states_own_quote() -> None:
     reply.operations[0].keywords = ["Ada Byron", "senior"]
     with pytest.raises(Refused, match="a keyword is the person's name"):
         check_ops(reply, state=[CAREER], first_name="Ada")
+
+
+# --- the dialogue written a fact at a time (the default, for small models) -------------------
+def test_a_dialogue_written_a_fact_at_a_time_passes_the_same_checks(tmp_path: Path) -> None:
+    run(tmp_path / "whole")
+    report, world = run(tmp_path / "turns", dialogue="turns")
+    assert "dialogue" not in world.calls
+    # one call per fact: 3 initial facts, then per event its operations (and the anchor)
+    assert report["sessions"] == {"planned": 4, "kept": 4, "dropped": 0}
+    assert report["by_step"]["turn"]["accepted"] == world.calls.count("turn") >= 4 * 3
+    (user,) = lines(tmp_path / "turns" / "halumem.jsonl")
+    first = user["sessions"][1]
+    for cov in first["synth"]["coverage"]:
+        user_turn = first["dialogue"][2 * (cov["turn"] - 1)]
+        assert user_turn["role"] == "user" and cov["memory"] in user_turn["content"]
+    (d,) = first["synth"]["distractors"]
+    assert d["turn"] == 1 and "Berlin" in first["dialogue"][1]["content"]
+    # the labels do not depend on how the dialogue was written
+    ours = [r["state_after"] for r in lines(tmp_path / "turns" / "records.jsonl")]
+    assert ours == [r["state_after"] for r in lines(tmp_path / "whole" / "records.jsonl")]
+    # the second exchange is written after the first, which its prompt shows
+    second = [p for s, p in zip(world.calls, world.prompts, strict=True) if s == "turn"][1]
+    assert "The conversation so far" in second and CAREER in second
+
+
+def test_an_exchange_without_its_facts_keywords_is_refused_and_regenerated(
+    tmp_path: Path,
+) -> None:
+    world = SynthWorld()
+    world.bad["turn"] = [lambda good: {"user": "Hello there.", "assistant": good["assistant"]}]
+    report, _ = run(tmp_path, world, dialogue="turns")
+    (row,) = refusals(tmp_path)
+    assert row["step"] == "turn:0:1" and "not in the user's message" in row["reason"]
+    assert report["sessions"]["kept"] == 4 and report["by_step"]["turn"]["refused"] == 1
+
+
+def test_check_turn_refuses_an_assistant_that_says_a_later_fact_first() -> None:
+    from deltamem.train.synth.checks import check_turn
+    from deltamem.train.synth.schemas import DialogueTurn
+
+    fact = Required("F1", CAREER, ("data analyst", "Northwind Bank"), "add")
+    turn = DialogueTurn(
+        user="I work as a data analyst at Northwind Bank.", assistant="And your sister Clara?"
+    )
+    check_turn(turn, fact=fact, later=["piano"])
+    with pytest.raises(Refused, match="the assistant says 'Clara'"):
+        check_turn(turn, fact=fact, later=["Clara", "piano"])
+    with pytest.raises(Refused, match="empty utterance"):
+        check_turn(DialogueTurn(user="x", assistant=" "), fact=fact, later=[])

@@ -43,6 +43,12 @@ def synth(
     questions: Annotated[int, typer.Option(min=0, help="Questions per session.")] = 2,
     distractors: Annotated[int, typer.Option(min=0, help="Distractors per event.")] = 1,
     temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature.")] = 0.7,
+    dialogue: Annotated[
+        str,
+        typer.Option(
+            help="'turns': a call per fact (for small models); 'whole': one call per dialogue."
+        ),
+    ] = "turns",
 ) -> None:
     """Synthesise dialogues with memory-operation labels (SPEC §6): persona → profile and
     initial state → events with state deltas → operations → dialogues, every reply
@@ -54,6 +60,8 @@ def synth(
     from deltamem.train.synth import SynthConfig, SynthError, synthesize
     from deltamem.train.synth.seeds import BUILT_IN, load_seeds, pick
 
+    if dialogue not in ("turns", "whole"):
+        raise typer.BadParameter("is 'turns' or 'whole'", param_hint="--dialogue")
     pool = load_seeds(seeds) if seeds else list(BUILT_IN)
     if not pool:
         raise typer.BadParameter(f"no seeds in {seeds}", param_hint="--seeds")
@@ -65,6 +73,7 @@ def synth(
         questions=questions,
         distractors=distractors,
         temperature=temperature,
+        dialogue="whole" if dialogue == "whole" else "turns",
     )
     try:
         model = make_llm(llm or OPTS.llm, timeout=OPTS.llm_timeout, adapter=OPTS.adapter)

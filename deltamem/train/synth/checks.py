@@ -274,6 +274,25 @@ def check_dialogue(
     return coverage, *_check_distractors(reply, distractors, [*known, *(f.text for f in facts)])
 
 
+def check_turn(turn: DialogueTurn, *, fact: Required, later: Sequence[str]) -> None:
+    """One exchange of a dialogue written a fact at a time: the user's message says
+    every keyword of `fact`, and the assistant says none of `later` (the keywords,
+    new to the state, of the facts the user has yet to bring up)."""
+    if not turn.user.strip() or not turn.assistant.strip():
+        raise Refused("the exchange has an empty utterance")
+    missing = [k for k in fact.keywords if not keyword_in(k, turn.user)]
+    if missing:
+        raise Refused(
+            f"{fact.id} ({_short(fact.text, 60)!r}): keyword(s) {', '.join(map(repr, missing))} "
+            "not in the user's message"
+        )
+    early = [k for k in later if keyword_in(k, turn.assistant)]
+    if early:
+        raise Refused(
+            f"the assistant says {', '.join(map(repr, early))} before the user brings it up"
+        )
+
+
 def _check_distractors(
     reply: DialogueReply, distractors: Sequence[Required], true_texts: Sequence[str]
 ) -> tuple[dict[str, int], list[str]]:

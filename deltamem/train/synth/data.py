@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from deltamem.train.synth.schemas import (
     DialogueTurn,
@@ -35,6 +35,10 @@ class SynthConfig:
     anchor_steps: int = 4  # most events one anchor memory runs through
     span_days: int = 540
     temperature: float = 0.7
+    # "turns": one call per fact, each writing the user's message that says it and the
+    # assistant's reply (a 1.5B model does not weave five facts into one conversation);
+    # "whole": the session's dialogue in one call, for models that can
+    dialogue: Literal["turns", "whole"] = "turns"
     max_tokens: dict[str, int] = field(
         default_factory=lambda: {
             "profile": 1500,
@@ -42,6 +46,7 @@ class SynthConfig:
             "anchor": 1200,
             "ops": 1500,
             "dialogue": 3500,
+            "turn": 400,
             "questions": 1200,
         }
     )

@@ -53,6 +53,7 @@ from deltamem.train.synth.schemas import (
     ops_schema,
     questions_schema,
 )
+from deltamem.train.synth.turns import dialogue_by_turns
 
 
 class Steps(Protocol):
@@ -271,20 +272,33 @@ class PersonaRun:
             turns_json = [t.model_dump() for t in reply.turns]
             return {"turns": turns_json, "coverage": coverage, "distractors": placed}, pruned
 
-        got = self.step(
-            f"dialogue:{i}",
-            render.dialogue_prompt(
+        if self.cfg.dialogue == "turns":
+            got = dialogue_by_turns(
+                self.step,
+                i,
                 self.profile,
                 date=date,
                 title=title,
                 narrative=narrative,
                 facts=facts,
                 distractors=dists,
-                turns=turns,
-            ),
-            dialogue_schema([f.id for f in facts], [d.id for d in dists], turns[1]),
-            parse,
-        )
+                known=known,
+            )
+        else:
+            got = self.step(
+                f"dialogue:{i}",
+                render.dialogue_prompt(
+                    self.profile,
+                    date=date,
+                    title=title,
+                    narrative=narrative,
+                    facts=facts,
+                    distractors=dists,
+                    turns=turns,
+                ),
+                dialogue_schema([f.id for f in facts], [d.id for d in dists], turns[1]),
+                parse,
+            )
         if got is None:
             return False
         before = self.state

@@ -173,6 +173,52 @@ def dialogue_prompt(
     )
 
 
+def turn_prompt(
+    profile: Profile,
+    *,
+    date: dt.date,
+    title: str,
+    narrative: str,
+    fact: Required,
+    distractor: Required | None,
+    so_far: Sequence[tuple[str, str]],
+) -> list[ChatMessage]:
+    """One exchange of a dialogue written a fact at a time: the user's message that
+    says `fact`, after the last exchanges `so_far` (user, assistant)."""
+    name = profile.first_name
+    recent = "".join(f"{name}: {_clip(u)}\nAssistant: {_clip(a)}\n" for u, a in so_far)
+    change = ""
+    if fact.kind == "update" and fact.before:
+        change = f"This changes what {name} said before: {fact.before}\n"
+    elif fact.kind == "none":
+        change = f"{name} has told the assistant this before and mentions it again.\n"
+    rule = ""
+    if distractor is not None:
+        rule = (
+            f"- In its reply the assistant also guesses something that is NOT true: "
+            f"{distractor.text} It uses these words: {'; '.join(distractor.keywords)}. "
+            f"{name} does not say or confirm it.\n"
+        )
+    return _messages(
+        "turn.txt",
+        name=name,
+        profile=profile_text(profile),
+        date=date.isoformat(),
+        title=title,
+        narrative=narrative,
+        so_far=f"\nThe conversation so far (its last exchanges):\n{recent}" if recent else "",
+        fact=fact.text,
+        change=change,
+        keywords="; ".join(fact.keywords),
+        distractor_rule=rule,
+    )
+
+
+def _clip(text: str, n: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
 def questions_prompt(
     profile: Profile,
     *,

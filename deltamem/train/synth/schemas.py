@@ -243,6 +243,10 @@ def ops_schema(state: Sequence[str]) -> dict[str, Any]:
     return _obj({"operations": _array(op, 1, 12), "distractors": _array(distractor, 0, 3)})
 
 
+# one exchange of a dialogue written a fact at a time (`SynthConfig.dialogue="turns"`)
+TURN_SCHEMA = _obj({"user": _STR, "assistant": _STR})
+
+
 def dialogue_schema(
     fact_ids: Sequence[str], distractor_ids: Sequence[str], max_turns: int
 ) -> dict[str, Any]:
