@@ -254,7 +254,7 @@ class SynthWorld(LLM):
         reply = "Thank you for telling me."
         if aside:
             reply += f" Maybe {aside.group(1).replace('Ada Byron', 'you')}?"
-        return {"user": m.group(1), "assistant": reply}
+        return {"user": f"Ada: I want you to know this. {m.group(1)}", "assistant": reply}
 
     def questions(self, prompt: str) -> dict[str, Any]:
         memories = [m.removeprefix("(earlier) ") for m in _block(prompt, "Memories (")]

@@ -490,3 +490,19 @@ def test_check_turn_refuses_an_assistant_that_says_a_later_fact_first() -> None:
         check_turn(turn, fact=fact, later=["Clara", "piano"])
     with pytest.raises(Refused, match="empty utterance"):
         check_turn(DialogueTurn(user="x", assistant=" "), fact=fact, later=[])
+    # the fact copied as it is written: the user speaks of themselves in the third person
+    copied = DialogueTurn(user=CAREER, assistant="Good to know.")
+    with pytest.raises(Refused, match="not in the first person"):
+        check_turn(copied, fact=fact, later=[])
+
+
+def test_speaker_labels_in_an_exchange_are_mended() -> None:
+    from deltamem.train.synth.repair import mend_turn
+    from deltamem.train.synth.schemas import DialogueTurn
+
+    turn = DialogueTurn(user="Ada Byron: I work nights.", assistant="Assistant: How is it?")
+    assert mend_turn(turn, "Ada Byron") == DialogueTurn(
+        user="I work nights.", assistant="How is it?"
+    )
+    plain = DialogueTurn(user="I said: no.", assistant="Fine.")
+    assert mend_turn(plain, "Ada Byron") == plain

@@ -14,6 +14,7 @@ the state distance can find.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,6 +32,8 @@ from deltamem.train.synth.schemas import (
 )
 
 MIN_KEYWORDS, MAX_KEYWORDS = 2, 4
+# a user who tells their assistant about their life says "I" or "my"
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself|we|our|us)\b", re.I)
 MAX_WORDS = 40  # a memory is one atomic sentence (~15 words asked; an anchor runs longer)
 
 
@@ -286,6 +289,8 @@ def check_turn(turn: DialogueTurn, *, fact: Required, later: Sequence[str]) -> N
             f"{fact.id} ({_short(fact.text, 60)!r}): keyword(s) {', '.join(map(repr, missing))} "
             "not in the user's message"
         )
+    if not _FIRST_PERSON.search(turn.user.replace("’", "'")):
+        raise Refused("the user's message is not in the first person (the fact copied)")
     early = [k for k in later if keyword_in(k, turn.assistant)]
     if early:
         raise Refused(

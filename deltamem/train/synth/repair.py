@@ -22,6 +22,7 @@ keywords is dropped, not given new ones.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from deltamem.manager.atomise import split_facts
@@ -29,7 +30,13 @@ from deltamem.porter import stem
 from deltamem.text import terms
 from deltamem.train.distance import keyword_in
 from deltamem.train.synth.checks import MAX_KEYWORDS, MIN_KEYWORDS
-from deltamem.train.synth.schemas import AnchorReply, Fact, OpsReply, ProfileReply
+from deltamem.train.synth.schemas import (
+    AnchorReply,
+    DialogueTurn,
+    Fact,
+    OpsReply,
+    ProfileReply,
+)
 
 
 def keyword_as_written(keyword: str, text: str) -> str:
@@ -95,3 +102,12 @@ def mend_ops(reply: OpsReply, first_name: str | None = None) -> OpsReply:
         for d in reply.distractors
     ]
     return reply.model_copy(update={"operations": ops, "distractors": distractors})
+
+
+def mend_turn(turn: DialogueTurn, name: str) -> DialogueTurn:
+    """An exchange without the speaker labels a small model writes into the text
+    ("Emily: I work nights …", "Assistant: …")."""
+    first = re.escape(name.split()[0])
+    user = re.sub(rf"^\s*(?:user|{first}(?:\s+\w+)?)\s*:\s*", "", turn.user, flags=re.I)
+    assistant = re.sub(r"^\s*(?:assistant|AI)\s*:\s*", "", turn.assistant, flags=re.I)
+    return DialogueTurn(user=user, assistant=assistant)

@@ -5,7 +5,8 @@ writes small talk in which the facts' keywords are never said (docs/benchmarks.m
 `deltamem synth`). Here each fact gets its own call: the user's message that says
 it and the assistant's reply, after the last two exchanges. A distractor goes into
 the reply of the exchange with the same number. Each exchange is checked on its
-own (`check_turn`) and the dialogue so far as a whole (`check_dialogue`), so the
+own (`check_turn`: the fact's keywords, in the user's first person) and the
+dialogue so far as a whole (`check_dialogue`), so the
 result passes the same checks as a dialogue written in one call.
 """
 
@@ -20,6 +21,7 @@ from deltamem.train.distance import keyword_in
 from deltamem.train.synth import render
 from deltamem.train.synth.checks import Required, check_dialogue, check_turn
 from deltamem.train.synth.data import Parse
+from deltamem.train.synth.repair import mend_turn
 from deltamem.train.synth.schemas import (
     TURN_SCHEMA,
     DialogueReply,
@@ -66,7 +68,7 @@ def dialogue_by_turns(
             later: list[str] = later,
             final: bool = final,
         ) -> tuple[dict[str, Any], list[str]]:
-            turn = DialogueTurn.model_validate(raw)
+            turn = mend_turn(DialogueTurn.model_validate(raw), profile.name)
             check_turn(turn, fact=fact, later=later)
             so_far = [*turns, turn]
             reply = DialogueReply(
