@@ -31,6 +31,7 @@ KEYS = {
     "integrity": ["covers_full", "covers_part"],
     "update": ["update", "conflict"],
     "accuracy": ["supported_full", "supported_part"],
+    "included": ["included"],  # the accuracy judge's `included` flag
 }
 
 
@@ -56,11 +57,17 @@ def kappa_for(
     judges = DecomposedJudges(llm, cache, thresholds=t)
     gold, pred = [], []
     for item in items:
+        if judge == "included" and "included" not in item:
+            continue
         try:
-            reply = ask(judge, item, judges, sessions)
+            reply = ask("accuracy" if judge == "included" else judge, item, judges, sessions)
         except LLMError:
             continue
         if reply is None:
+            continue
+        if judge == "included":
+            gold.append(bool(item["included"]))
+            pred.append(bool(reply["included"]))
             continue
         gold.append(_norm(judge, item["label"]))
         pred.append(_norm(judge, _verdict(judge, reply)))
@@ -80,7 +87,8 @@ def main() -> None:
     sessions = _Sessions(args.data)
     labels = load_labels(args.labels)
     for judge in args.judges.split(","):
-        items = [i for i in labels.get(judge, []) if i.get("split") == "tune"]
+        source = "accuracy" if judge == "included" else judge
+        items = [i for i in labels.get(source, []) if i.get("split") == "tune"]
         keys = KEYS[judge]
         best: tuple[float, float, dict] | None = None
         for values in itertools.product(GRID, repeat=len(keys)):

@@ -506,3 +506,26 @@ def test_speaker_labels_in_an_exchange_are_mended() -> None:
     )
     plain = DialogueTurn(user="I said: no.", assistant="Fine.")
     assert mend_turn(plain, "Ada Byron") == plain
+
+
+def test_a_paragraph_anchor_memory_is_cut_to_its_sentence_with_the_keywords() -> None:
+    from deltamem.train.synth.repair import mend_anchor
+    from deltamem.train.synth.schemas import AnchorReply
+
+    paragraph = (
+        "Emily Johnson starts marathon training and is excited about it. She follows her "
+        "usual routine. She is grateful for her health and her new routine."
+    )
+    reply = AnchorReply.model_validate(
+        {
+            "method": "meaning",
+            "thread": [
+                {"event": 1, "memory": paragraph, "keywords": ["grateful", "health", "x"]},
+                {"event": 2, "memory": ANCHOR_2, "keywords": ["unsure", "turning point"]},
+            ],
+        }
+    )
+    first, second = mend_anchor(reply, "Emily").thread
+    assert first.memory == "Emily Johnson is grateful for her health and her new routine."
+    assert first.keywords == ["grateful", "health"]
+    assert (second.memory, second.keywords) == (ANCHOR_2, ["unsure", "turning point"])

@@ -82,12 +82,29 @@ def mend_profile(reply: ProfileReply) -> ProfileReply:
     return reply.model_copy(update={"facts": facts})
 
 
+def one_sentence(memory: str, keywords: Sequence[str]) -> tuple[str, list[str]]:
+    """A memory written as a paragraph, cut to its sentence that carries the most of
+    its keywords (two at least), with those keywords; a sentence or a paragraph
+    without such a sentence comes back as it is, for the checks to judge."""
+    sentences = split_facts(memory)
+    if len(sentences) < 2:
+        return memory, list(keywords)
+    scored = []
+    for n, sentence in enumerate(sentences):
+        mine = [k for k in keywords_as_written(keywords, sentence) if keyword_in(k, sentence)]
+        scored.append((len(mine), -n, sentence, mine))
+    count, _, sentence, mine = max(scored)
+    return (sentence, mine[:MAX_KEYWORDS]) if count >= MIN_KEYWORDS else (memory, list(keywords))
+
+
 def mend_anchor(reply: AnchorReply, first_name: str | None = None) -> AnchorReply:
-    """The anchor thread with each step's keywords in its text's own words."""
-    thread = [
-        s.model_copy(update={"keywords": keywords_as_written(s.keywords, s.memory, first_name)})
-        for s in reply.thread
-    ]
+    """The anchor thread with each step one sentence (`one_sentence`: a 1.5B model
+    writes the anchor's feelings as a paragraph) and its keywords in its own words."""
+    thread = []
+    for s in reply.thread:
+        memory, keywords = one_sentence(s.memory, s.keywords)
+        keywords = keywords_as_written(keywords, memory, first_name)
+        thread.append(s.model_copy(update={"memory": memory, "keywords": keywords}))
     return reply.model_copy(update={"thread": thread})
 
 
