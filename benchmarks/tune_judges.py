@@ -31,7 +31,7 @@ KEYS = {
     "integrity": ["covers_full", "covers_part"],
     "update": ["update", "conflict"],
     "accuracy": ["supported_full", "supported_part"],
-    "included": ["included"],  # the accuracy judge's `included` flag
+    "included": ["same_field"],  # the accuracy judge's `included` flag
 }
 
 
