@@ -529,3 +529,42 @@ def test_a_paragraph_anchor_memory_is_cut_to_its_sentence_with_the_keywords() ->
     assert first.memory == "Emily Johnson is grateful for her health and her new routine."
     assert first.keywords == ["grateful", "health"]
     assert (second.memory, second.keywords) == (ANCHOR_2, ["unsure", "turning point"])
+
+
+def test_placeholder_operations_are_dropped_and_an_update_quoting_nothing_is_an_add(
+    tmp_path: Path,
+) -> None:
+    """What the 1.5B model writes at the operations step: the example's "..." kept as
+    an operation, and an update with an empty quote."""
+
+    def copied_example(good: dict) -> dict:
+        good["operations"].insert(
+            0, {"op": "update", "type": "event", "memory": "...", "replaces": "", "keywords": []}
+        )
+        good["operations"][-1 if good["operations"][-1]["op"] == "add" else -2]["op"] = "update"
+        return good
+
+    world = SynthWorld()
+    world.bad["ops"] = [copied_example]
+    report, _ = run(tmp_path, world)
+    assert refusals(tmp_path) == [] and report["sessions"]["kept"] == 4
+    notes = [r["reason"] for r in refusals(tmp_path, "pruned") if r["step"] == "ops:1"]
+    assert "operation 1 (update) is the placeholder '...': dropped" in notes
+    assert any("quotes no fact: made an add" in n for n in notes)
+    first = lines(tmp_path / "records.jsonl")[1]
+    assert all(o["content"] != "..." for o in first["ops"])
+
+
+def test_keywords_the_text_does_not_hold_are_dropped_where_enough_are_left() -> None:
+    from deltamem.train.synth.repair import keywords_as_written
+
+    text = "Emily Johnson attends a heart surgery seminar in New York City."
+    assert keywords_as_written(["heart surgery", "New York City", "assistant"], text) == [
+        "heart surgery",
+        "New York City",
+    ]
+    # too few left: as they were, for the check to refuse
+    assert keywords_as_written(["heart surgery", "assistant"], text) == [
+        "heart surgery",
+        "assistant",
+    ]

@@ -213,11 +213,7 @@ class PersonaRun:
                 distractors=self.cfg.distractors,
             ),
             ops_schema(state),
-            lambda raw: _dump_pruned(
-                check_ops(
-                    mend_ops(OpsReply.model_validate(raw), first), state=state, first_name=first
-                )
-            ),
+            lambda raw: _checked_ops(raw, state, first),
         )
         if got is None:
             tick(self.s.progress, "sessions")
@@ -356,5 +352,9 @@ def _dump(model: BaseModel) -> dict[str, Any]:
     return model.model_dump(mode="json")
 
 
-def _dump_pruned(pair: tuple[OpsReply, list[str]]) -> tuple[dict[str, Any], list[str]]:
-    return pair[0].model_dump(mode="json"), pair[1]
+def _checked_ops(
+    raw: dict[str, Any], state: list[str], first: str
+) -> tuple[dict[str, Any], list[str]]:
+    mended, notes = mend_ops(OpsReply.model_validate(raw), first)
+    reply, pruned = check_ops(mended, state=state, first_name=first)
+    return reply.model_dump(mode="json"), notes + pruned

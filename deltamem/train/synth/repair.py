@@ -50,14 +50,15 @@ def keyword_as_written(keyword: str, text: str) -> str:
 def keywords_as_written(
     keywords: Sequence[str], text: str, first_name: str | None = None
 ) -> list[str]:
-    """The keywords in `text`'s own words, less the person's name where at least
-    MIN_KEYWORDS others are left."""
+    """The keywords in `text`'s own words, less the person's name and those the text
+    does not hold, where at least MIN_KEYWORDS others are left."""
     mended = [keyword_as_written(k, text) for k in keywords]
     if first_name:
         others = [k for k in mended if not keyword_in(first_name, k)]
         if len(others) >= MIN_KEYWORDS:
-            return others
-    return mended
+            mended = others
+    present = [k for k in mended if keyword_in(k, text)]
+    return present if len(present) >= MIN_KEYWORDS else mended
 
 
 def split_fact(fact: Fact) -> list[Fact]:
@@ -108,17 +109,30 @@ def mend_anchor(reply: AnchorReply, first_name: str | None = None) -> AnchorRepl
     return reply.model_copy(update={"thread": thread})
 
 
-def mend_ops(reply: OpsReply, first_name: str | None = None) -> OpsReply:
-    """The operations and distractors with their keywords in their text's own words."""
-    ops = [
-        o.model_copy(update={"keywords": keywords_as_written(o.keywords, o.memory, first_name)})
-        for o in reply.operations
-    ]
+_PLACEHOLDER = re.compile(r"^[\s.…]*$")
+
+
+def mend_ops(reply: OpsReply, first_name: str | None = None) -> tuple[OpsReply, list[str]]:
+    """The operations and distractors with their keywords in their text's own words;
+    an operation left as the prompt's placeholder ("...") is dropped, and an update
+    that quotes no fact becomes an add (a 1.5B model copies the example's shape).
+    Returns the reply and a note per change, for the log."""
+    ops, notes = [], []
+    for i, o in enumerate(reply.operations, 1):
+        if _PLACEHOLDER.match(o.memory):
+            notes.append(f"operation {i} ({o.op}) is the placeholder {o.memory!r}: dropped")
+            continue
+        if o.op == "update" and not o.replaces.strip():
+            notes.append(f"operation {i} (update) quotes no fact: made an add")
+            o = o.model_copy(update={"op": "add"})
+        ops.append(
+            o.model_copy(update={"keywords": keywords_as_written(o.keywords, o.memory, first_name)})
+        )
     distractors = [
         d.model_copy(update={"keywords": keywords_as_written(d.keywords, d.memory, first_name)})
         for d in reply.distractors
     ]
-    return reply.model_copy(update={"operations": ops, "distractors": distractors})
+    return reply.model_copy(update={"operations": ops, "distractors": distractors}), notes
 
 
 def mend_turn(turn: DialogueTurn, name: str) -> DialogueTurn:
