@@ -491,6 +491,12 @@ def test_check_turn_refuses_an_assistant_that_says_a_later_fact_first() -> None:
     with pytest.raises(Refused, match="empty utterance"):
         check_turn(DialogueTurn(user="x", assistant=" "), fact=fact, later=[])
     # the fact copied as it is written: the user speaks of themselves in the third person
+    echo = DialogueTurn(
+        user="I work as a data analyst at Northwind Bank.",
+        assistant="It listens, asks or encourages, and adds nothing about Ada's life.",
+    )
+    with pytest.raises(Refused, match="copies the prompt's rules"):
+        check_turn(echo, fact=fact, later=[])
     copied = DialogueTurn(user=CAREER, assistant="Good to know.")
     with pytest.raises(Refused, match="not in the first person"):
         check_turn(copied, fact=fact, later=[])

@@ -32,6 +32,8 @@ from deltamem.train.synth.schemas import (
 )
 
 MIN_KEYWORDS, MAX_KEYWORDS = 2, 4
+# the turn prompt's rules, which a 1.5B model sometimes writes as the reply itself
+_RULE_WORDS = ("adds nothing about", "listens, asks or encourages", "exactly as written")
 # a user who tells their assistant about their life says "I" or "my"
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself|we|our|us)\b", re.I)
 MAX_WORDS = 40  # a memory is one atomic sentence (~15 words asked; an anchor runs longer)
@@ -291,6 +293,9 @@ def check_turn(turn: DialogueTurn, *, fact: Required, later: Sequence[str]) -> N
         )
     if not _FIRST_PERSON.search(turn.user.replace("’", "'")):
         raise Refused("the user's message is not in the first person (the fact copied)")
+    echo = [r for r in _RULE_WORDS if r in turn.user.lower() or r in turn.assistant.lower()]
+    if echo:
+        raise Refused(f"the exchange copies the prompt's rules ({echo[0]!r})")
     early = [k for k in later if keyword_in(k, turn.assistant)]
     if early:
         raise Refused(
