@@ -13,16 +13,12 @@ from typing import Literal
 from pydantic import BaseModel
 
 from deltamem.llm.base import LLM
+from deltamem.text import clip
 from deltamem.types import SearchHit
 
 PROMPTS = Path(__file__).parent / "prompts"
 # an excerpt longer than this is cut: a long assistant turn would crowd out the rest
 EXCERPT_CHARS = 600
-
-
-def clip(text: str, limit: int = EXCERPT_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 Order = Literal["date", "newest", "relevance"]
@@ -43,7 +39,8 @@ def memory_lines(hits: list[SearchHit], order: Order = "date") -> tuple[list[str
         f"{h.memory.timestamp:%Y-%m-%d} | {h.memory.content}" for h in ordered if h.kind == "fact"
     ]
     excerpts = [
-        f"{h.memory.timestamp:%Y-%m-%d} | {h.speaker or 'user'}: {clip(h.memory.content)}"
+        f"{h.memory.timestamp:%Y-%m-%d} | {h.speaker or 'user'}: "
+        f"{clip(h.memory.content, EXCERPT_CHARS)}"
         for h in ordered
         if h.kind == "episode"
     ]

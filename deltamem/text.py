@@ -79,6 +79,12 @@ def normalise(text: str) -> str:
     return " ".join(w.lower().replace("’", "'") for w in words(text))
 
 
+def clip(text: str, limit: int) -> str:
+    """`text` on one line, cut to `limit` characters with an ellipsis."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 def shorten(text: str, max_words: int) -> str:
     """The first sentences of `text` within `max_words` words (at least the first
     `max_words` words), marked with an ellipsis when something was cut."""

@@ -28,9 +28,10 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from deltamem.aio import AsyncMemory
-from deltamem.answer import clip, memory_lines
+from deltamem.answer import EXCERPT_CHARS, memory_lines
 from deltamem.ids import MAX_USER_ID_CHARS, check_id, id_fault
 from deltamem.memory import Memory, SessionFailed
+from deltamem.text import clip
 from deltamem.types import MAX_MESSAGE_CHARS, AddResult, SearchHit
 
 log = logging.getLogger("deltamem.integrations.langgraph")
@@ -172,7 +173,9 @@ def hit_line(hit: SearchHit) -> str:
     ``[episode] 2029-02-13 | user: I moved to Oslo.``"""
     date = f"{hit.memory.timestamp:%Y-%m-%d}"
     if hit.kind == "episode":
-        return f"[episode] {date} | {hit.speaker or 'user'}: {clip(hit.memory.content)}"
+        return (
+            f"[episode] {date} | {hit.speaker or 'user'}: {clip(hit.memory.content, EXCERPT_CHARS)}"
+        )
     return f"[fact] {date} | {hit.memory.content}"
 
 

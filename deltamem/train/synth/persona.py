@@ -5,6 +5,7 @@ versions were replaced (question evidence may quote them)."""
 from __future__ import annotations
 
 import datetime as dt
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -257,44 +258,19 @@ class PersonaRun:
             Required(f"D{j}", d.memory, tuple(d.keywords), "distractor")
             for j, d in enumerate(distractors, 1)
         ]
-        turns = turn_range(len(facts) + len(dists))
-        known = list(self.state)
-
-        def parse(raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-            reply = DialogueReply.model_validate(raw)
-            coverage, placed, pruned = check_dialogue(
-                reply, facts=facts, distractors=dists, known=known, turns=turns
-            )
-            turns_json = [t.model_dump() for t in reply.turns]
-            return {"turns": turns_json, "coverage": coverage, "distractors": placed}, pruned
-
-        if self.cfg.dialogue == "turns":
-            got = dialogue_by_turns(
-                self.step,
-                i,
-                self.profile,
-                date=date,
-                title=title,
-                narrative=narrative,
-                facts=facts,
-                distractors=dists,
-                known=known,
-            )
-        else:
-            got = self.step(
-                f"dialogue:{i}",
-                render.dialogue_prompt(
-                    self.profile,
-                    date=date,
-                    title=title,
-                    narrative=narrative,
-                    facts=facts,
-                    distractors=dists,
-                    turns=turns,
-                ),
-                dialogue_schema([f.id for f in facts], [d.id for d in dists], turns[1]),
-                parse,
-            )
+        write = (
+            partial(dialogue_by_turns, self.step, i, self.profile)
+            if self.cfg.dialogue == "turns"
+            else partial(self.whole_dialogue, i)
+        )
+        got = write(
+            date=date,
+            title=title,
+            narrative=narrative,
+            facts=facts,
+            distractors=dists,
+            known=list(self.state),
+        )
         if got is None:
             return False
         before = self.state
@@ -322,6 +298,44 @@ class PersonaRun:
             )
         )
         return True
+
+    def whole_dialogue(
+        self,
+        i: int,
+        *,
+        date: dt.date,
+        title: str,
+        narrative: str,
+        facts: list[Required],
+        distractors: list[Required],
+        known: list[str],
+    ) -> dict[str, Any] | None:
+        """A session's dialogue in one call (`SynthConfig.dialogue="whole"`), as
+        `dialogue_by_turns` returns it."""
+        turns = turn_range(len(facts) + len(distractors))
+
+        def parse(raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+            reply = DialogueReply.model_validate(raw)
+            coverage, placed, pruned = check_dialogue(
+                reply, facts=facts, distractors=distractors, known=known, turns=turns
+            )
+            turns_json = [t.model_dump() for t in reply.turns]
+            return {"turns": turns_json, "coverage": coverage, "distractors": placed}, pruned
+
+        return self.step(
+            f"dialogue:{i}",
+            render.dialogue_prompt(
+                self.profile,
+                date=date,
+                title=title,
+                narrative=narrative,
+                facts=facts,
+                distractors=distractors,
+                turns=turns,
+            ),
+            dialogue_schema([f.id for f in facts], [d.id for d in distractors], turns[1]),
+            parse,
+        )
 
     def questions(self, i: int, date: dt.date, title: str) -> list[Question]:
         if self.cfg.questions <= 0:

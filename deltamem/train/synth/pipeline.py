@@ -33,6 +33,7 @@ from pydantic import ValidationError
 
 from deltamem.bench.runner import Progress, tick
 from deltamem.llm.base import LLM, ChatMessage, LLMError
+from deltamem.text import clip
 from deltamem.train.synth.cache import Cache, Entry
 from deltamem.train.synth.checks import Refused
 from deltamem.train.synth.data import (
@@ -55,11 +56,6 @@ __all__ = [
     "apply_ops",
 ]
 REFUSALS = "refusals.jsonl"
-
-
-def _flat(text: object, n: int = 300) -> str:
-    s = " ".join(str(text).split())
-    return s if len(s) <= n else s[: n - 1] + "…"
 
 
 class Synthesizer:
@@ -118,10 +114,10 @@ class Synthesizer:
             try:
                 parse(raw)
             except ValidationError as exc:
-                refusals.append("bad JSON shape: " + _flat(exc))
+                refusals.append("bad JSON shape: " + clip(str(exc), 300))
                 raise
             except Refused as exc:
-                refusals.append(_flat(exc))
+                refusals.append(clip(str(exc), 300))
                 raise
 
         t0 = time.perf_counter()
@@ -138,7 +134,7 @@ class Synthesizer:
                 )
             except LLMError as exc:
                 if len(refusals) == seen:  # no JSON object, a timeout, a transport error
-                    refusals.append(_flat(exc))
+                    refusals.append(clip(str(exc), 300))
                 continue
             value, pruned = parse(raw)
             return Entry(key, True, value, refusals, pruned, seconds=time.perf_counter() - t0)

@@ -10,6 +10,7 @@ from pathlib import Path
 from string import Template
 
 from deltamem.llm.base import ChatMessage
+from deltamem.text import clip
 from deltamem.train.synth.checks import Required
 from deltamem.train.synth.schemas import Change, Event, Profile
 
@@ -186,7 +187,7 @@ def turn_prompt(
     """One exchange of a dialogue written a fact at a time: the user's message that
     says `fact`, after the last exchanges `so_far` (user, assistant)."""
     name = profile.first_name
-    recent = "".join(f"{name}: {_clip(u)}\nAssistant: {_clip(a)}\n" for u, a in so_far)
+    recent = "".join(f"{name}: {clip(u, 300)}\nAssistant: {clip(a, 300)}\n" for u, a in so_far)
     change = ""
     if fact.kind == "update" and fact.before:
         change = f"This changes what {name} said before: {fact.before}\n"
@@ -212,11 +213,6 @@ def turn_prompt(
         keywords="; ".join(fact.keywords),
         distractor_rule=rule,
     )
-
-
-def _clip(text: str, n: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def questions_prompt(
