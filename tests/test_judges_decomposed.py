@@ -325,3 +325,44 @@ def test_an_update_written_as_a_change_of_value_is_settled_by_code() -> None:
     # old and new both stated as current: the checks decide
     assert changed_value(title, ["Ana is a director.", "Ana is a senior director."]) is None
     assert changed_value("Ana now likes jazz.", ["Ana likes jazz."]) is None  # not this form
+
+
+def test_information_points_split_sentences_and_clauses() -> None:
+    """HaluMem's rubric asks of each information point whether the references have
+    its field: a clause after "and" is a point of its own; a list is not."""
+    from deltamem.bench.judges.checks import information_points
+
+    assert information_points(
+        "Martin Mark was promoted to Senior Director and plans to leave Huaxin Consulting."
+    ) == [
+        "Martin Mark was promoted to Senior Director",
+        "Martin Mark plans to leave Huaxin Consulting.",
+    ]
+    assert information_points("Ana is 39. She lives in Porto and works at a clinic.") == [
+        "Ana is 39.",
+        "Ana lives in Porto",
+        "Ana works at a clinic.",
+    ]
+    listed = "Ana shares her recipes with friends, colleagues and neighbours."
+    assert information_points(listed) == [listed]
+
+
+def test_included_needs_a_field_for_every_point(tmp_path: Path) -> None:
+    """A point no reference is about (no shared word, nothing near in meaning) makes
+    the memory not included, however sure the check is about the other points; a
+    point worded apart from its reference is found by meaning, with no call."""
+    refs = [
+        "Ana's job title is nurse at Porto General Hospital",
+        "Ana's partner status: divorced",
+        "Ana likes green tea",
+        "Ana runs on Sundays",
+    ]  # four or more: the name they all share is no clue
+    said = ["user: I'm a nurse at Porto General, and I'm divorced."]
+    j = DecomposedJudges(ScoringLLM(0.9), JudgeCache(tmp_path / "c.sqlite"))
+    assert j.accuracy(said, refs, "Ana is a nurse at Porto General Hospital.")["included"] is True
+    got = j.accuracy(
+        said, refs, "Ana is a nurse at Porto General Hospital and owns vintage stamps."
+    )
+    assert got["included"] is False
+    j2 = DecomposedJudges(ScoringLLM(0.01), JudgeCache(tmp_path / "c2.sqlite"))
+    assert j2.accuracy(said, refs, "Ana is divorced.")["included"] is True

@@ -17,6 +17,7 @@ from typing import Any
 
 from deltamem.bench.judges.base import PROMPTS, JudgeCache
 from deltamem.llm.base import LLM
+from deltamem.manager.atomise import split_facts
 from deltamem.porter import stem
 from deltamem.text import negated, plain_numbers, terms
 
@@ -122,6 +123,41 @@ def exact_values(text: str, skip: AbstractSet[str] = frozenset()) -> set[str]:
             continue
         if any(c.isdigit() for c in word) or word[:1].isupper():
             out.add(word.lower())
+    return out
+
+
+# words that open a second clause after "and" ("earns 15,600 USD a month and has
+# 139,000 USD in savings"); any other word after "and" continues a list ("friends,
+# colleagues and family"). A past form ("... and joined a club") counts too.
+_CLAUSE_VERBS = frozenset(
+    "is are was were has have had will would can could should might may plans wants likes "
+    "loves enjoys dislikes hates feels believes thinks makes takes goes went uses works lives "
+    "prefers hopes needs seeks values finds found attends visits receives becomes became keeps "
+    "shares wishes aims intends took made gets got knows sees watches reads plays drinks eats "
+    "earns manages leads oversees runs owns considers".split()
+)
+_AND = re.compile(r",?\s+and\s+(?=(\w+))")
+_SUBJECT = re.compile(r"^((?:[A-Z][\w'’-]+\s+){1,2})")
+
+
+def information_points(memory: str) -> list[str]:
+    """A memory cut into its information points, as HaluMem's rubric reads it
+    before asking whether each has a field among the references: its sentences,
+    and clauses joined by "and" ("... was promoted to Senior Director and plans to
+    leave Huaxin Consulting"), each given the sentence's subject back."""
+    out: list[str] = []
+    for sentence in split_facts(memory):
+        m = _SUBJECT.match(sentence)
+        subject = m.group(1) if m else ""
+        pieces = _AND.split(sentence)  # [text, next word, text, next word, text, ...]
+        points = [pieces[0]]
+        for word, rest in zip(pieces[1::2], pieces[2::2], strict=True):
+            w = word.lower()
+            if w in _CLAUSE_VERBS or (w.endswith("ed") and len(w) > 4):
+                points.append(f"{subject}{rest}")
+            else:
+                points[-1] = f"{points[-1]} and {rest}"
+        out.extend(points)
     return out
 
 

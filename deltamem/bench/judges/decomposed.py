@@ -16,12 +16,15 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from deltamem.bench.judges.base import JudgeCache
 from deltamem.bench.judges.checks import (
     Check,
     abstains,
     content,
     exact_values,
+    information_points,
     negated,
     numbers,
     other_choice,
@@ -32,7 +35,9 @@ from deltamem.bench.judges.checks import (
     restates,
     values_missing,
 )
+from deltamem.embed.base import Embedder
 from deltamem.llm.base import LLM
+from deltamem.train.distance import DEFAULT_TAU
 
 CANDIDATES = 3  # memories (or turns) a check is asked about, best word overlap first
 
@@ -55,6 +60,9 @@ THRESHOLDS: dict[str, float] = {
     "supported_part": 0.15,
     "same_field": 0.6,  # the `included` flag (tune half with 20 more labels, 2026-11-24)
 }
+# a reference this close in meaning (embedding cosine) to an information point holds
+# its field without asking: the state distance's "same memory" cut, not tuned here
+NEAR_IN_MEANING = DEFAULT_TAU
 
 
 def common_words(items: list[str]) -> frozenset[str]:
@@ -135,8 +143,10 @@ class DecomposedJudges:
         *,
         votes: int = 1,
         thresholds: Mapping[str, float] | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.t = {**THRESHOLDS, **(thresholds or {})}
+        self._embedder = embedder  # made on first use: only `included` reads it
         self.same_answer = Check("same_answer", llm, cache, votes=votes)
         self.covers = Check("covers", llm, cache, votes=votes)
         self.update_check = Check("update", llm, cache, votes=votes)
@@ -255,9 +265,31 @@ class DecomposedJudges:
             missing = values_missing(exact_values(memory, opening(memory)), own + gold)
             if score == 2 and missing:
                 score, why = 1, f"{why}; nothing said names {sorted(missing)} (code)"
-        near = ranked(memory, gold, common_words(gold), CANDIDATES)
-        included = any(self.same_field.p_yes(a=memory, b=g) >= self.t["same_field"] for g in near)
-        return {"score": score, "included": included, "reason": why}
+        return {"score": score, "included": self._included(memory, gold), "reason": why}
+
+    def _included(self, memory: str, gold: list[str]) -> bool:
+        """HaluMem's rule: every information point of the memory has a field among
+        the references, whatever its value. A point is held by a reference near it
+        in meaning ("is married" by "partner status: divorced", which share no
+        word), else by one of those sharing most words with it that the same-field
+        check accepts; one point without a field makes the memory not included."""
+        skip = common_words(gold)
+        for point in information_points(memory):
+            if gold and self._nearest_similarity(point, gold) >= NEAR_IN_MEANING:
+                continue
+            near = ranked(point, gold, skip, CANDIDATES)
+            if not any(self.same_field.p_yes(a=point, b=g) >= self.t["same_field"] for g in near):
+                return False
+        return bool(gold)
+
+    def _nearest_similarity(self, text: str, others: list[str]) -> float:
+        if self._embedder is None:
+            from deltamem.embed import make_embedder
+
+            self._embedder = make_embedder()
+        vectors = np.asarray(self._embedder.embed([text, *others]), dtype=np.float64)
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return float((vectors[1:] @ vectors[0]).max())
 
     # -- updates -----------------------------------------------------------------
 
