@@ -29,7 +29,6 @@ from typing import Any
 
 from deltamem.bench.datasets import halumem, locomo
 from deltamem.bench.datasets.base import BenchSession
-from deltamem.bench.systems.base import count_tokens
 from deltamem.llm import weights
 from deltamem.manager.extract import turn_prompt
 from deltamem.memory import parse_messages
@@ -69,6 +68,9 @@ class Tokenizer:
             bos_token=text(self.llama.token_bos()),
         )
 
+    def count(self, text: str) -> int:
+        return len(self.llama.tokenize(text.encode("utf-8", "replace"), add_bos=False))
+
     def __call__(self, messages: list[Any]) -> list[int]:
         prompt = self.formatter(messages=messages).prompt
         return self.llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
@@ -94,9 +96,7 @@ def main() -> None:
             messages=parse_messages(bench.messages),
             content_hash="-",
         )
-        session_tokens += sum(
-            count_tokens(f"{m.get('role')}: {m.get('content', '')}") for m in bench.messages
-        )
+        session_tokens += sum(tokens.count(f"{m.role}: {m.content}") for m in record.messages)
         for i, message in enumerate(record.messages):
             if message.role != "user":
                 continue
