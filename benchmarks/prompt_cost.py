@@ -11,14 +11,15 @@ what follows the longest prefix the new prompt shares with it. This builds every
 prompt exactly as the manager does (`deltamem.manager.extract.turn_prompt`),
 applies the model's chat template, tokenizes with the model's own vocabulary (no
 weights loaded) and sums the tokens past the shared prefix: the "evaluated prompt
-tokens" the bench logs. Session tokens are counted as the bench counts them.
+tokens" the bench logs. Session tokens are counted as the manager counts them (each
+message as "role: content" in the model's tokens).
 
 It assumes nothing else uses the model between two extraction calls, which holds
 for the default manager (decisions taken in code). With `decide="model"` the
 decision calls come between sessions and the first prompt of each session loses
 its cache, so a run of that manager costs more than this count.
 Checked against a live run (conv-30, sessions 1-4, 2026-11-24): 5,020 evaluated
-tokens counted, 5,020 logged.
+prompt tokens and 2,525 session tokens counted, the same logged.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 from deltamem.bench.datasets import halumem, locomo
 from deltamem.bench.datasets.base import BenchSession
 from deltamem.llm import weights
+from deltamem.llm.llamacpp import chat_prompt_text, shared_prefix
 from deltamem.manager.extract import turn_prompt
 from deltamem.memory import parse_messages
 from deltamem.types import SessionRecord
@@ -58,21 +60,14 @@ class Tokenizer:
 
     def __init__(self, path: Path) -> None:
         from llama_cpp import Llama
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
         self.llama = Llama(model_path=str(path), vocab_only=True, verbose=False)
-        text = self.llama._model.token_get_text
-        self.formatter = Jinja2ChatFormatter(
-            template=self.llama.metadata["tokenizer.chat_template"],
-            eos_token=text(self.llama.token_eos()),
-            bos_token=text(self.llama.token_bos()),
-        )
 
     def count(self, text: str) -> int:
         return len(self.llama.tokenize(text.encode("utf-8", "replace"), add_bos=False))
 
     def __call__(self, messages: list[Any]) -> list[int]:
-        prompt = self.formatter(messages=messages).prompt
+        prompt = chat_prompt_text(self.llama, messages)
         return self.llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
 
 
@@ -101,12 +96,7 @@ def main() -> None:
             if message.role != "user":
                 continue
             prompt = tokens(turn_prompt(record, i, None).messages)
-            shared = 0
-            for a, b in zip(cache, prompt, strict=False):
-                if a != b:
-                    break
-                shared += 1
-            evaluated += len(prompt) - shared
+            evaluated += len(prompt) - shared_prefix(cache, prompt)
             cache = prompt + [-1] * REPLY_TOKENS
             calls += 1
     print(

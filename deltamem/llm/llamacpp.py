@@ -12,6 +12,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -135,17 +136,7 @@ class LlamaCppLLM(LLM):
         return self._grammars[key]
 
     def _prompt_text(self, messages: list[ChatMessage]) -> str:
-        """The model's chat template applied as create_chat_completion applies it."""
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-        llama = self._llama
-        token_text = llama._model.token_get_text
-        formatter = Jinja2ChatFormatter(
-            template=llama.metadata["tokenizer.chat_template"],
-            eos_token=token_text(llama.token_eos()),
-            bos_token=token_text(llama.token_bos()),
-        )
-        return formatter(messages=messages).prompt  # type: ignore[arg-type]
+        return chat_prompt_text(self._llama, messages)
 
     def _options(
         self, messages: list[ChatMessage], options: list[str], *, timeout: float
@@ -167,11 +158,7 @@ class LlamaCppLLM(LLM):
             self._deadline = time.monotonic() + timeout
             try:
                 # keep the KV cache of the longest shared prefix, as generation does
-                same = 0
-                for a, b in zip(llama._input_ids[: llama.n_tokens], tokens[:-1], strict=False):
-                    if a != b:
-                        break
-                    same += 1
+                same = shared_prefix(llama._input_ids[: llama.n_tokens], tokens[:-1])
                 llama.n_tokens = same
                 llama.eval(tokens[same:])
                 logits = np.ctypeslib.as_array(
@@ -235,3 +222,28 @@ class LlamaCppLLM(LLM):
             completion_tokens=completion,
             cached_tokens=max(0, prompt - prompt_evaluated),
         )
+
+
+def chat_prompt_text(llama: Any, messages: list[ChatMessage]) -> str:
+    """The model's chat template applied as create_chat_completion applies it
+    (`llama` may be loaded with `vocab_only=True`: the template needs no weights)."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    token_text = llama._model.token_get_text
+    formatter = Jinja2ChatFormatter(
+        template=llama.metadata["tokenizer.chat_template"],
+        eos_token=token_text(llama.token_eos()),
+        bos_token=token_text(llama.token_bos()),
+    )
+    return formatter(messages=messages).prompt  # type: ignore[arg-type]
+
+
+def shared_prefix(cached: Iterable[int], tokens: Iterable[int]) -> int:
+    """How many leading tokens a prompt shares with what the KV cache holds:
+    llama.cpp evaluates only the rest."""
+    n = 0
+    for a, b in zip(cached, tokens, strict=False):
+        if a != b:
+            break
+        n += 1
+    return n

@@ -147,6 +147,7 @@ class DecomposedJudges:
     ) -> None:
         self.t = {**THRESHOLDS, **(thresholds or {})}
         self._embedder = embedder  # made on first use: only `included` reads it
+        self._refs: tuple[tuple[str, ...], np.ndarray] = ((), np.zeros((0, 0)))
         self.same_answer = Check("same_answer", llm, cache, votes=votes)
         self.covers = Check("covers", llm, cache, votes=votes)
         self.update_check = Check("update", llm, cache, votes=votes)
@@ -283,13 +284,17 @@ class DecomposedJudges:
         return bool(gold)
 
     def _nearest_similarity(self, text: str, others: list[str]) -> float:
+        """The best cosine of `text` to any of `others` (embedders give unit rows).
+        The references are embedded once per list: every memory of a session is
+        judged against the same ones."""
         if self._embedder is None:
             from deltamem.embed import make_embedder
 
             self._embedder = make_embedder()
-        vectors = np.asarray(self._embedder.embed([text, *others]), dtype=np.float64)
-        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-        return float((vectors[1:] @ vectors[0]).max())
+        key = tuple(others)
+        if self._refs[0] != key:
+            self._refs = (key, self._embedder.embed(others))
+        return float((self._refs[1] @ self._embedder.embed_one(text)).max())
 
     # -- updates -----------------------------------------------------------------
 
