@@ -31,7 +31,8 @@ from typing import Any
 from deltamem.bench.datasets import halumem, locomo
 from deltamem.bench.datasets.base import BenchSession
 from deltamem.llm import weights
-from deltamem.llm.llamacpp import chat_prompt_text, shared_prefix
+from deltamem.llm.llamacpp import chat_prompt_text
+from deltamem.llm.llamacpp_decoder import shared_prefix
 from deltamem.manager.extract import turn_prompt
 from deltamem.memory import parse_messages
 from deltamem.types import SessionRecord

@@ -64,6 +64,9 @@ class ReplayLLM:
             value = close_truncated(text)
         return value if isinstance(value, dict) else {"facts": []}
 
+    def complete_json_many(self, prompts: list[Any], schema: Any, **_: Any) -> list[Any]:
+        return [self.complete_json(p, schema) for p in prompts]
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -71,9 +71,8 @@ def _llama_logits(base: Path, adapter: Path | None, ids: list[int]) -> np.ndarra
 
     llm: Any = make_llm(str(base), adapter=adapter, n_ctx=1024)
     try:
-        llama = llm._llama
-        llama.eval(ids)
-        return np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)).copy()
+        logits, _ = llm._decoder.next_logits(ids)
+        return np.asarray(logits)
     finally:
         llm._llama.close()
 

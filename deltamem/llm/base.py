@@ -162,6 +162,24 @@ class LLM(ABC):
         timeout: float,
     ) -> Completion: ...
 
+    def _chat_many(
+        self,
+        prompts: list[list[ChatMessage]],
+        *,
+        schema: dict[str, Any] | None,
+        max_tokens: int,
+        temperature: float,
+        timeout: float,
+    ) -> list[Completion]:
+        """Replies to several independent prompts; engines that can decode them side
+        by side override this (one at a time here)."""
+        return [
+            self._chat(
+                m, schema=schema, max_tokens=max_tokens, temperature=temperature, timeout=timeout
+            )
+            for m in prompts
+        ]
+
     def _options(
         self, messages: list[ChatMessage], options: list[str], *, timeout: float
     ) -> tuple[dict[str, float], Completion]:
@@ -293,22 +311,10 @@ class LLM(ABC):
             messages, schema=None, max_tokens=max_tokens, temperature=temperature, purpose=purpose
         ).text
 
-    def complete_json(
-        self,
-        messages: list[ChatMessage],
-        schema: dict[str, Any],
-        *,
-        purpose: str,
-        max_tokens: int = 1024,
-        temperature: float = 0.0,
-        check: Callable[[dict[str, Any]], object] | None = None,
-    ) -> dict[str, Any]:
-        """A JSON object from the model. `check` (raising ValueError, e.g. a pydantic
-        ValidationError) says whether the object has the shape asked for: engines
-        that do not constrain decoding (or do so loosely) can return JSON of another
-        shape, which must count as a failed call, not as an empty answer. A reply
-        that does not parse, is not an object or fails `check` is logged with the
-        reason and asked again (sampling), then reported as LLMOutputError."""
+    def _json_reader(
+        self, check: Callable[[dict[str, Any]], object] | None
+    ) -> Callable[[str], dict[str, Any]]:
+        """How a reply becomes a JSON object, or an LLMOutputError saying why not."""
 
         def parse(text: str) -> dict[str, Any]:
             try:
@@ -329,8 +335,22 @@ class LLM(ABC):
                     ) from exc
             return value
 
-        last: LLMOutputError | None = None
-        for attempt in range(self.retries + 1):
+        return parse
+
+    def _json_attempts(
+        self,
+        messages: list[ChatMessage],
+        schema: dict[str, Any],
+        *,
+        purpose: str,
+        max_tokens: int,
+        temperature: float,
+        parse: Callable[[str], dict[str, Any]],
+        failed: LLMOutputError | None = None,
+    ) -> dict[str, Any]:
+        """`failed`: the first attempt was made elsewhere (a batch) and failed so."""
+        last = failed
+        for attempt in range(0 if failed is None else 1, self.retries + 1):
             try:
                 out = self._call(
                     messages,
@@ -347,3 +367,92 @@ class LLM(ABC):
             return parse(out.text)  # accepted above: parses the same way again
         assert last is not None
         raise last
+
+    def complete_json(
+        self,
+        messages: list[ChatMessage],
+        schema: dict[str, Any],
+        *,
+        purpose: str,
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+        check: Callable[[dict[str, Any]], object] | None = None,
+    ) -> dict[str, Any]:
+        """A JSON object from the model. `check` (raising ValueError, e.g. a pydantic
+        ValidationError) says whether the object has the shape asked for: engines
+        that do not constrain decoding (or do so loosely) can return JSON of another
+        shape, which must count as a failed call, not as an empty answer. A reply
+        that does not parse, is not an object or fails `check` is logged with the
+        reason and asked again (sampling), then reported as LLMOutputError."""
+        return self._json_attempts(
+            messages,
+            schema,
+            purpose=purpose,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            parse=self._json_reader(check),
+        )
+
+    def complete_json_many(
+        self,
+        prompts: list[list[ChatMessage]],
+        schema: dict[str, Any],
+        *,
+        purpose: str,
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+        check: Callable[[dict[str, Any]], object] | None = None,
+    ) -> list[dict[str, Any] | LLMOutputError]:
+        """`complete_json` for independent prompts, first asked together (an engine
+        that decodes side by side answers them in about the time of a few); each
+        result is the object or, for a prompt whose reply failed after its own
+        retries, the LLMOutputError. Every call is logged on its own, the batch's
+        seconds shared among them."""
+        if not prompts:
+            return []
+        parse = self._json_reader(check)
+        t0 = time.perf_counter()
+        try:
+            outs = self._chat_many(
+                prompts,
+                schema=schema,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                timeout=self.timeout,
+            )
+        except LLMError as exc:
+            spent = time.perf_counter() - t0
+            self._record(CallRecord(purpose, self.name, 0, 0, 0, spent, False, str(exc)))
+            if isinstance(exc, LLMTimeout):
+                raise
+            outs = None  # a transport error: ask one at a time, with their retries
+        spent = (time.perf_counter() - t0) / len(prompts)
+
+        def ask(messages: list[ChatMessage], failed: LLMOutputError | None) -> dict[str, Any]:
+            return self._json_attempts(
+                messages,
+                schema,
+                purpose=purpose,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                parse=parse,
+                failed=failed,
+            )
+
+        results: list[dict[str, Any] | LLMOutputError] = []
+        for i, messages in enumerate(prompts):
+            try:
+                if outs is None:
+                    results.append(ask(messages, None))
+                    continue
+                try:
+                    value = parse(outs[i].text)
+                except LLMOutputError as exc:
+                    self._record(self._record_of(outs[i], purpose, spent, error=str(exc)))
+                    results.append(ask(messages, exc))
+                    continue
+                self._record(self._record_of(outs[i], purpose, spent))
+                results.append(value)
+            except LLMOutputError as exc:
+                results.append(exc)
+        return results

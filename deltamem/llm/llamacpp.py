@@ -1,9 +1,11 @@
 """Embedded llama.cpp adapter (llama-cpp-python): a GGUF file, no server.
 
-llama-cpp-python keeps the KV cache of the previous call and reuses the longest
-common prefix, so prompts that start with the same static instructions only pay
-for what follows them. We count the tokens the engine really evaluates to report
-how much of each prompt came from that cache.
+llama-cpp-python loads the model and its tokenizer; decoding runs on a context of
+our own (llamacpp_decoder), which keeps each slot's KV cache and reuses the
+longest prefix any slot holds, so prompts that start with the same static
+instructions only pay for what follows them, and which decodes several prompts
+side by side (`complete_json_many`). We count the tokens really evaluated to
+report how much of each prompt came from that cache.
 """
 
 from __future__ import annotations
@@ -12,17 +14,15 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from deltamem.llm.base import FREE_LAYOUT, LLM, ChatMessage, Completion, LLMError, LLMTimeout
+from deltamem.llm.llamacpp_decoder import DeadlineExceeded, DecodeError, Decoder, Request
 
 FREE_SPACE = '| " " | "\\n" [ \\t]{0,20}'  # as llama.cpp's json.gbnf and its schema converter
-
-
-class _Deadline(Exception):
-    pass
+SLOTS = 4  # prompts decoded side by side: on 2 CPU cores a step for four costs about
+# twice a step for one, and more gain little (docs/benchmarks.md)
 
 
 class LlamaCppLLM(LLM):
@@ -37,6 +37,7 @@ class LlamaCppLLM(LLM):
         retries: int = 1,
         name: str | None = None,
         lora_path: str | Path | None = None,
+        slots: int = SLOTS,
     ) -> None:
         """`lora_path`: a LoRA adapter in GGUF form (`deltamem train export`)
         applied to the model's weights at load time."""
@@ -55,12 +56,12 @@ class LlamaCppLLM(LLM):
             raise LLMError(f"GGUF LoRA adapter file not found: {lora}")
         threads = n_threads or int(os.environ.get("DELTAMEM_THREADS", 0)) or (os.cpu_count() or 2)
         try:
+            # the Llama object's own context is not used for decoding: keep it small
             self._llama = Llama(
                 model_path=str(path),
-                n_ctx=n_ctx,
+                n_ctx=256,
+                n_batch=256,
                 n_threads=threads,
-                n_threads_batch=threads,
-                n_batch=512,
                 seed=seed,
                 verbose=False,
                 lora_path=str(lora) if lora is not None else None,
@@ -71,37 +72,44 @@ class LlamaCppLLM(LLM):
             raise LLMError(f"llama.cpp cannot apply the adapter {lora} to {path}: {exc}") from exc
         # llama-cpp-python 0.3.x tests the adapter handle with `is None`, but a failed
         # load gives a NULL pointer object: it would go on silently without the LoRA
-        if lora is not None and not getattr(self._llama, "_lora_adapter", None):
+        adapter = getattr(self._llama, "_lora_adapter", None)
+        if lora is not None and not adapter:
             self._llama.close()
             raise LLMError(
                 f"llama.cpp cannot apply the adapter {lora} to {path} "
                 "(not a GGUF LoRA, or made for another base model)"
             )
+        try:
+            self._decoder = Decoder(
+                self._llama._model.model,
+                n_ctx=n_ctx,
+                n_threads=threads,
+                slots=slots,
+                seed=seed,
+                lora=adapter if lora is not None else None,
+                like=self._llama.context_params,  # the same attention, cache types
+            )
+        except DecodeError as exc:
+            self._llama.close()
+            raise LLMError(f"llama.cpp: {exc}") from exc
+        # the context goes before the weights it uses (the exit stack runs last-in first)
+        self._llama._stack.callback(self._decoder.close)
         self.name = name or (f"{path.stem}+{lora.stem}" if lora is not None else path.stem)
         self.model_path = path
         self.lora_path = lora
         self._n_ctx = n_ctx
         self._n_threads = n_threads
-        self._evaluated = 0
-        self._engine_lock = threading.Lock()
-        self._grammars: dict[str, Any] = {}
-        self._deadline: float | None = None
-        original_eval = self._llama.eval
-
-        def counting_eval(tokens: Any) -> None:
-            # eval runs in Python before each token is decoded, so raising here stops a
-            # call cleanly (a logits processor runs inside a ctypes callback, where
-            # llama-cpp-python swallows exceptions and generation goes on)
-            if self._deadline is not None and time.monotonic() > self._deadline:
-                raise _Deadline
-            self._evaluated += len(tokens)
-            original_eval(tokens)
-
-        self._llama.eval = counting_eval  # type: ignore[method-assign]
+        self._slots = slots
+        self._engine_lock = threading.Lock()  # one context: calls must not interleave
+        self._grammars: dict[str, str] = {}
 
     @property
     def context_window(self) -> int:
         return self._n_ctx
+
+    @property
+    def batch_size(self) -> int:
+        return self._slots
 
     def with_context(self, n_ctx: int) -> LLM:
         """A second engine on the same weights (mmap-shared) with a larger context
@@ -114,29 +122,38 @@ class LlamaCppLLM(LLM):
             retries=self.retries,
             name=self.name,
             lora_path=self.lora_path,
+            slots=self._slots,
         )
         # the same listeners (one list, so later ones too): a run's call log
         # must see the calls of every engine the run uses
         twin._listeners = self._listeners
         return twin
 
-    def _free_layout_grammar(self, schema: dict[str, Any]) -> Any:
-        """The schema's grammar with llama.cpp's own whitespace rule (newline and
-        up to 20 spaces or tabs) instead of llama-cpp-python's single optional
-        space; built once per schema."""
+    def _grammar(self, schema: dict[str, Any] | None) -> str | None:
+        """The schema's GBNF, built once per schema. A free-layout schema gets
+        llama.cpp's own whitespace rule (newline and up to 20 spaces or tabs)
+        instead of llama-cpp-python's single optional space."""
+        if schema is None:
+            return None
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
-            from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
+            from llama_cpp.llama_grammar import json_schema_to_gbnf
 
             plain = {k: v for k, v in schema.items() if k != "$comment"}
             gbnf = json_schema_to_gbnf(json.dumps(plain))
-            rules = [ln for ln in gbnf.splitlines() if not ln.startswith("space ::=")]
-            rules.append(f"space ::= {FREE_SPACE}")
-            self._grammars[key] = LlamaGrammar.from_string("\n".join(rules), verbose=False)
+            if schema.get("$comment") == FREE_LAYOUT:
+                rules = [ln for ln in gbnf.splitlines() if not ln.startswith("space ::=")]
+                rules.append(f"space ::= {FREE_SPACE}")
+                gbnf = "\n".join(rules)
+            self._grammars[key] = gbnf
         return self._grammars[key]
 
     def _prompt_text(self, messages: list[ChatMessage]) -> str:
         return chat_prompt_text(self._llama, messages)
+
+    def _tokens(self, messages: list[ChatMessage]) -> list[int]:
+        text = self._prompt_text(messages)
+        return list(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
     def _options(
         self, messages: list[ChatMessage], options: list[str], *, timeout: float
@@ -144,8 +161,7 @@ class LlamaCppLLM(LLM):
         import numpy as np
 
         llama = self._llama
-        text = self._prompt_text(messages)
-        tokens = llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+        tokens = self._tokens(messages)
         firsts = {
             o: {
                 llama.tokenize(v.encode("utf-8"), add_bos=False, special=False)[0]
@@ -154,21 +170,15 @@ class LlamaCppLLM(LLM):
             for o in options
         }
         with self._engine_lock:
-            before = self._evaluated
-            self._deadline = time.monotonic() + timeout
             try:
-                # keep the KV cache of the longest shared prefix, as generation does
-                same = shared_prefix(llama._input_ids[: llama.n_tokens], tokens[:-1])
-                llama.n_tokens = same
-                llama.eval(tokens[same:])
-                logits = np.ctypeslib.as_array(
-                    llama._ctx.get_logits(), shape=(llama.n_vocab(),)
-                ).astype(np.float64)
-            except _Deadline:
+                raw, evaluated = self._decoder.next_logits(
+                    tokens, deadline=time.monotonic() + timeout
+                )
+            except DeadlineExceeded:
                 raise LLMTimeout(f"{self.name}: scoring exceeded {timeout:g}s") from None
-            finally:
-                self._deadline = None
-            evaluated = self._evaluated - before
+            except DecodeError as exc:
+                raise LLMError(f"llama.cpp refused the request: {exc}") from exc
+        logits = raw.astype(np.float64)
         top = logits.max()
         log_z = top + np.log(np.exp(logits - top).sum())
         scores = {
@@ -191,37 +201,52 @@ class LlamaCppLLM(LLM):
         temperature: float,
         timeout: float,
     ) -> Completion:
-        kwargs: dict[str, Any] = {}
-        if schema is not None and schema.get("$comment") == FREE_LAYOUT:
-            kwargs["grammar"] = self._free_layout_grammar(schema)
-        elif schema is not None:
-            kwargs["response_format"] = {"type": "json_object", "schema": schema}
-        with self._engine_lock:  # one llama context: calls must not interleave
-            before = self._evaluated
-            self._deadline = time.monotonic() + timeout
-            try:
-                out = self._llama.create_chat_completion(
-                    messages=messages,  # type: ignore[arg-type]
-                    max_tokens=max_tokens,
-                    temperature=temperature,
-                    **kwargs,
+        return self._chat_many(
+            [messages],
+            schema=schema,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            timeout=timeout,
+        )[0]
+
+    def _chat_many(
+        self,
+        prompts: list[list[ChatMessage]],
+        *,
+        schema: dict[str, Any] | None,
+        max_tokens: int,
+        temperature: float,
+        timeout: float,
+    ) -> list[Completion]:
+        grammar = self._grammar(schema)
+        requests = []
+        for messages in prompts:
+            tokens = self._tokens(messages)
+            if len(tokens) >= self._n_ctx:
+                raise LLMError(
+                    f"llama.cpp refused the request: prompt of {len(tokens)} tokens "
+                    f"exceeds the context window ({self._n_ctx})"
                 )
-            except _Deadline:
+            cap = min(max_tokens, self._n_ctx - len(tokens))
+            requests.append(Request(tokens, cap, temperature=temperature, grammar=grammar))
+        with self._engine_lock:
+            # a batch may take longer than one call, not longer than its calls in turn
+            deadline = time.monotonic() + timeout * len(prompts)
+            try:
+                results = self._decoder.generate(requests, deadline=deadline)
+            except DeadlineExceeded:
                 raise LLMTimeout(f"{self.name}: generation exceeded {timeout:g}s") from None
-            except ValueError as exc:  # e.g. prompt longer than the context
+            except DecodeError as exc:
                 raise LLMError(f"llama.cpp refused the request: {exc}") from exc
-            finally:
-                self._deadline = None
-            evaluated = self._evaluated - before
-        usage = out["usage"]  # type: ignore[index]
-        prompt, completion = usage["prompt_tokens"], usage["completion_tokens"]
-        prompt_evaluated = max(0, evaluated - completion)
-        return Completion(
-            text=out["choices"][0]["message"]["content"] or "",  # type: ignore[index]
-            prompt_tokens=prompt,
-            completion_tokens=completion,
-            cached_tokens=max(0, prompt - prompt_evaluated),
-        )
+        return [
+            Completion(
+                text=r.text,
+                prompt_tokens=r.prompt_tokens,
+                completion_tokens=r.completion_tokens,
+                cached_tokens=r.prompt_tokens - r.evaluated,
+            )
+            for r in results
+        ]
 
 
 def chat_prompt_text(llama: Any, messages: list[ChatMessage]) -> str:
@@ -236,14 +261,3 @@ def chat_prompt_text(llama: Any, messages: list[ChatMessage]) -> str:
         bos_token=token_text(llama.token_bos()),
     )
     return formatter(messages=messages).prompt  # type: ignore[arg-type]
-
-
-def shared_prefix(cached: Iterable[int], tokens: Iterable[int]) -> int:
-    """How many leading tokens a prompt shares with what the KV cache holds:
-    llama.cpp evaluates only the rest."""
-    n = 0
-    for a, b in zip(cached, tokens, strict=False):
-        if a != b:
-            break
-        n += 1
-    return n

@@ -223,30 +223,52 @@ class FactExtractor:
         self, session: SessionRecord, name: str | None, noops: list[Operation]
     ) -> list[Candidate]:
         """Facts from each user turn of the session, in order; what the checks
-        refuse goes to `noops` with the reason."""
+        refuse goes to `noops` with the reason. The turns' calls are independent,
+        so they are asked together (an engine that decodes side by side answers
+        them in a fraction of the time), except while the person's name is still
+        to be learnt from the facts: then one turn at a time, as a fact of one
+        turn may name them for the next."""
         out: list[Candidate] = []
         said_before: set[str] = set()  # stems of the person's earlier messages this session
-        for i, msg in enumerate(session.messages):
-            if msg.role != "user":
-                continue
-            asked = turn_prompt(session, i, name, assistant_words=self.assistant_words)
-            reply = self.llm.complete_json(
-                asked.messages,
+        turns = [i for i, msg in enumerate(session.messages) if msg.role == "user"]
+        while turns:
+            unnamed = name is None and any(session.messages[i].name is None for i in turns)
+            group, turns = (turns[:1], turns[1:]) if unnamed else (turns, [])
+            asked = [
+                turn_prompt(session, i, name, assistant_words=self.assistant_words) for i in group
+            ]
+            replies = self.llm.complete_json_many(
+                [a.messages for a in asked],
                 SCHEMA,
                 purpose="extract",
                 max_tokens=self.max_tokens,
                 check=FactsReply.model_validate,  # another shape is a failed call, not "no facts"
             )
-            for fact in reply_facts(reply, asked.subject):
-                fact = dated(fact, asked.dates)
-                reason = refusal(fact, asked.subject, asked.said, asked.before)
-                if reason is None and not news(fact, asked.subject, said_before):
-                    reason = "says nothing the person had not said earlier in the session"
-                if reason is None:
-                    out.append(Candidate(fact, i))
-                else:
-                    noops.append(Operation(op="none", content=fact, turns=[i], note=reason))
-            if name is None and msg.name is None:
-                name = name_in([c.content for c in out]) or name
-            said_before |= {stem(t) for t in terms(asked.said, limit=100_000)}
+            for prompt, reply in zip(asked, replies, strict=True):
+                if isinstance(reply, Exception):
+                    raise reply
+                said_before = self._read(prompt, reply, said_before, out, noops)
+                if name is None and session.messages[prompt.turn].name is None:
+                    name = name_in([c.content for c in out]) or name
         return out
+
+    def _read(
+        self,
+        asked: TurnPrompt,
+        reply: dict[str, Any],
+        said_before: set[str],
+        out: list[Candidate],
+        noops: list[Operation],
+    ) -> set[str]:
+        """The checks on one turn's reply: kept facts go to `out`, refused ones to
+        `noops`; returns what the person has said so far."""
+        for fact in reply_facts(reply, asked.subject):
+            fact = dated(fact, asked.dates)
+            reason = refusal(fact, asked.subject, asked.said, asked.before)
+            if reason is None and not news(fact, asked.subject, said_before):
+                reason = "says nothing the person had not said earlier in the session"
+            if reason is None:
+                out.append(Candidate(fact, asked.turn))
+            else:
+                noops.append(Operation(op="none", content=fact, turns=[asked.turn], note=reason))
+        return said_before | {stem(t) for t in terms(asked.said, limit=100_000)}
