@@ -20,6 +20,11 @@ decision calls come between sessions and the first prompt of each session loses
 its cache, so a run of that manager costs more than this count.
 Checked against a live run (conv-30, sessions 1-4, 2026-11-24): 5,020 evaluated
 prompt tokens and 2,525 session tokens counted, the same logged.
+
+Since the extractor's calls are decoded four at a time (deltamem/llm/llamacpp_decoder.py)
+a prompt takes its prefix from whichever of four cached sequences shares most of it,
+so a live run evaluates fewer tokens than this single-cache count (conv-30: 1.77 per
+session token logged, 1.90 counted): read it as an upper bound.
 """
 
 from __future__ import annotations
