@@ -178,3 +178,25 @@ def test_the_extractor_goes_turn_by_turn_until_a_fact_names_the_person() -> None
     later = [json.dumps(r["messages"]) for r in llm.requests[1:]]
     assert all("Ada Byron" in text for text in later)
     assert [f.content for f in facts][:1] == ["The user says the name is Ada Byron."]
+
+
+def test_an_openai_compatible_server_gets_a_batch_concurrently() -> None:
+    """Four prompts of one `complete_json_many` are in flight at once (the stub
+    answers none until all four have arrived), and come back in order."""
+    import threading
+
+    from llm_stub import LLMStub
+
+    from deltamem.llm.openai_compat import OpenAICompatLLM
+
+    together = threading.Barrier(4, timeout=10)
+
+    def answer(prompt: str) -> dict[str, Any]:
+        together.wait()  # broken (an error reply) if the four came one after another
+        return {"facts": [prompt]}
+
+    with LLMStub(answer) as stub:
+        llm = OpenAICompatLLM(f"http://127.0.0.1:{stub.port}/v1", "stub", timeout=30)
+        out = llm.complete_json_many(_asks(SAID[:4]), SCHEMA, purpose="t")
+    assert out == [{"facts": [text]} for text in SAID[:4]]
+    assert llm.usage.calls == 4

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
 
 from deltamem.llm.base import LLM, ChatMessage, Completion, LLMError, LLMTimeout
+
+IN_FLIGHT = 4  # requests of one `complete_json_many` a server is sent at once
 
 
 class OpenAICompatLLM(LLM):
@@ -79,3 +82,35 @@ class OpenAICompatLLM(LLM):
             completion_tokens=int(usage.get("completion_tokens") or 0),
             cached_tokens=int(details.get("cached_tokens") or 0),
         )
+
+    def _chat_many(
+        self,
+        prompts: list[list[ChatMessage]],
+        *,
+        schema: dict[str, Any] | None,
+        max_tokens: int,
+        temperature: float,
+        timeout: float,
+    ) -> list[Completion]:
+        """Independent prompts sent a few at a time (servers batch concurrent
+        requests); replies in the prompts' order, the first error raised."""
+        if len(prompts) < 2:
+            return super()._chat_many(
+                prompts,
+                schema=schema,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                timeout=timeout,
+            )
+
+        def one(messages: list[ChatMessage]) -> Completion:
+            return self._chat(
+                messages,
+                schema=schema,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                timeout=timeout,
+            )
+
+        with ThreadPoolExecutor(max_workers=min(IN_FLIGHT, len(prompts))) as pool:
+            return list(pool.map(one, prompts))
