@@ -19,46 +19,30 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
-from deltamem.bench.datasets import halumem, locomo
+from prompt_cost import add_source_options, record_of, sessions_of  # benchmarks/, beside this
+
 from deltamem.llm import weights
+from deltamem.llm.llamacpp import LlamaCppLLM, default_threads
 from deltamem.manager.extract import SCHEMA, turn_prompt
-from deltamem.memory import parse_messages
-from deltamem.types import SessionRecord
 
 MAX_TOKENS = 240  # the extractor's cap
 
 
 def prompts_of(args: argparse.Namespace) -> list[list[Any]]:
-    if args.locomo:
-        conv = next(c for c in locomo.load(args.locomo) if c.sample_id == args.conversation)
-        bench = locomo.to_bench_session(conv, conv.sessions[args.session - 1], both_as_user=True)
-    else:
-        user = next(halumem.iter_users(args.halumem))
-        sessions = [s for s in user.sessions if s.evaluated]
-        bench = halumem.to_bench_session(sessions[args.session], args.session, user.name)
-    assert bench.timestamp is not None, "the session has no date"
-    record = SessionRecord(
-        user_id="u",
-        session_id=bench.session_id,
-        timestamp=bench.timestamp,
-        messages=parse_messages(bench.messages),
-        content_hash="-",
-    )
+    sessions = sessions_of(args)
+    index = args.session - 1 if args.locomo else args.session
+    record = record_of(sessions[index])
     turns = [i for i, m in enumerate(record.messages) if m.role == "user"]
     return [turn_prompt(record, i, None).messages for i in turns[: args.turns or None]]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    src = ap.add_mutually_exclusive_group(required=True)
-    src.add_argument("--locomo", type=Path, help="LoCoMo JSON (both speakers as users)")
-    src.add_argument("--halumem", type=Path, help="HaluMem JSONL (its first user)")
-    ap.add_argument("--conversation", default="conv-30")
+    add_source_options(ap)
     ap.add_argument("--session", type=int, default=1, help="LoCoMo: number; HaluMem: index")
     ap.add_argument("--turns", type=int, default=0, help="first N user turns (0: all)")
     ap.add_argument("--mode", choices=["llama-cpp-python", "one", "batch"], default="batch")
@@ -71,7 +55,7 @@ def main() -> None:
     if args.mode == "llama-cpp-python":
         from llama_cpp import Llama
 
-        threads = int(os.environ.get("DELTAMEM_THREADS", 0)) or os.cpu_count() or 2
+        threads = default_threads()
         llama = Llama(
             model_path=str(path),
             n_ctx=8192,
@@ -92,8 +76,6 @@ def main() -> None:
             replies.append(out["choices"][0]["message"]["content"] or "")
             generated += out["usage"]["completion_tokens"]
     else:
-        from deltamem.llm.llamacpp import LlamaCppLLM
-
         llm = LlamaCppLLM(path, n_ctx=8192)
         t0 = time.perf_counter()
         if args.mode == "one":

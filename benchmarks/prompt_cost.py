@@ -58,7 +58,28 @@ def sessions_of(args: argparse.Namespace) -> list[BenchSession]:
             for i, s in enumerate(user.sessions)
             if s.evaluated
         ]
-    return out[: args.sessions] if args.sessions else out
+    first = getattr(args, "sessions", 0)
+    return out[:first] if first else out
+
+
+def add_source_options(ap: argparse.ArgumentParser) -> None:
+    """--locomo FILE [--conversation ID] or --halumem FILE: where sessions_of reads."""
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--locomo", type=Path, help="LoCoMo JSON (both speakers as users)")
+    src.add_argument("--halumem", type=Path, help="HaluMem JSONL (its first user)")
+    ap.add_argument("--conversation", default="conv-30")
+
+
+def record_of(bench: BenchSession) -> SessionRecord:
+    """A bench session as the manager reads it."""
+    assert bench.timestamp is not None, "the session has no date"
+    return SessionRecord(
+        user_id="u",
+        session_id=bench.session_id,
+        timestamp=bench.timestamp,
+        messages=parse_messages(bench.messages),
+        content_hash="-",
+    )
 
 
 class Tokenizer:
@@ -79,10 +100,7 @@ class Tokenizer:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    src = ap.add_mutually_exclusive_group(required=True)
-    src.add_argument("--locomo", type=Path, help="LoCoMo JSON (both speakers as users)")
-    src.add_argument("--halumem", type=Path, help="HaluMem JSONL (its first user)")
-    ap.add_argument("--conversation", default="conv-30")
+    add_source_options(ap)
     ap.add_argument("--sessions", type=int, default=0, help="first N sessions (0: all)")
     args = ap.parse_args()
 
@@ -90,13 +108,7 @@ def main() -> None:
     cache: list[int] = []
     evaluated = session_tokens = calls = 0
     for bench in sessions_of(args):
-        record = SessionRecord(
-            user_id="u",
-            session_id=bench.session_id,
-            timestamp=bench.timestamp,
-            messages=parse_messages(bench.messages),
-            content_hash="-",
-        )
+        record = record_of(bench)
         session_tokens += sum(tokens.count(f"{m.role}: {m.content}") for m in record.messages)
         for i, message in enumerate(record.messages):
             if message.role != "user":

@@ -251,8 +251,7 @@ class LLM(ABC):
                 )
             except LLMError as exc:
                 last = exc
-                spent = time.perf_counter() - t0
-                self._record(CallRecord(purpose, self.name, 0, 0, 0, spent, False, str(exc)))
+                self._record_failure(purpose, t0, exc)
                 if isinstance(exc, LLMTimeout):
                     raise
                 continue
@@ -267,6 +266,11 @@ class LLM(ABC):
             return out
         assert last is not None
         raise last
+
+    def _record_failure(self, purpose: str, started: float, exc: Exception) -> None:
+        """Log a call that gave no reply (an engine error, a timeout)."""
+        spent = time.perf_counter() - started
+        self._record(CallRecord(purpose, self.name, 0, 0, 0, spent, False, str(exc)))
 
     def _record_of(
         self, out: Completion, purpose: str, seconds: float, error: str | None = None
@@ -293,8 +297,7 @@ class LLM(ABC):
         try:
             scores, out = self._options(messages, options, timeout=self.timeout)
         except LLMError as exc:
-            spent = time.perf_counter() - t0
-            self._record(CallRecord(purpose, self.name, 0, 0, 0, spent, False, str(exc)))
+            self._record_failure(purpose, t0, exc)
             raise
         self._record(self._record_of(out, purpose, time.perf_counter() - t0))
         return scores
@@ -421,8 +424,7 @@ class LLM(ABC):
                 timeout=self.timeout,
             )
         except LLMError as exc:
-            spent = time.perf_counter() - t0
-            self._record(CallRecord(purpose, self.name, 0, 0, 0, spent, False, str(exc)))
+            self._record_failure(purpose, t0, exc)
             if isinstance(exc, LLMTimeout):
                 raise
             outs = None  # a transport error: ask one at a time, with their retries

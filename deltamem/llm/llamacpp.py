@@ -10,10 +10,12 @@ report how much of each prompt came from that cache.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +56,7 @@ class LlamaCppLLM(LLM):
         lora = Path(lora_path) if lora_path is not None else None
         if lora is not None and not lora.is_file():
             raise LLMError(f"GGUF LoRA adapter file not found: {lora}")
-        threads = n_threads or int(os.environ.get("DELTAMEM_THREADS", 0)) or (os.cpu_count() or 2)
+        threads = n_threads or default_threads()
         try:
             # the Llama object's own context is not used for decoding: keep it small
             self._llama = Llama(
@@ -100,7 +102,7 @@ class LlamaCppLLM(LLM):
         self._n_ctx = n_ctx
         self._n_threads = n_threads
         self._slots = slots
-        self._engine_lock = threading.Lock()  # one context: calls must not interleave
+        self._engine_lock = threading.Lock()
         self._grammars: dict[str, str] = {}
 
     @property
@@ -148,6 +150,18 @@ class LlamaCppLLM(LLM):
             self._grammars[key] = gbnf
         return self._grammars[key]
 
+    @contextlib.contextmanager
+    def _engine(self, what: str, timeout: float) -> Iterator[None]:
+        """The decoder, one caller at a time (one context: calls must not interleave),
+        its errors as the LLM port's."""
+        with self._engine_lock:
+            try:
+                yield
+            except DeadlineExceeded:
+                raise LLMTimeout(f"{self.name}: {what} exceeded {timeout:g}s") from None
+            except DecodeError as exc:
+                raise LLMError(f"llama.cpp refused the request: {exc}") from exc
+
     def _prompt_text(self, messages: list[ChatMessage]) -> str:
         return chat_prompt_text(self._llama, messages)
 
@@ -169,15 +183,8 @@ class LlamaCppLLM(LLM):
             }
             for o in options
         }
-        with self._engine_lock:
-            try:
-                raw, evaluated = self._decoder.next_logits(
-                    tokens, deadline=time.monotonic() + timeout
-                )
-            except DeadlineExceeded:
-                raise LLMTimeout(f"{self.name}: scoring exceeded {timeout:g}s") from None
-            except DecodeError as exc:
-                raise LLMError(f"llama.cpp refused the request: {exc}") from exc
+        with self._engine("scoring", timeout):
+            raw, evaluated = self._decoder.next_logits(tokens, deadline=time.monotonic() + timeout)
         logits = raw.astype(np.float64)
         top = logits.max()
         log_z = top + np.log(np.exp(logits - top).sum())
@@ -222,22 +229,12 @@ class LlamaCppLLM(LLM):
         requests = []
         for messages in prompts:
             tokens = self._tokens(messages)
-            if len(tokens) >= self._n_ctx:
-                raise LLMError(
-                    f"llama.cpp refused the request: prompt of {len(tokens)} tokens "
-                    f"exceeds the context window ({self._n_ctx})"
-                )
-            cap = min(max_tokens, self._n_ctx - len(tokens))
+            cap = min(max_tokens, max(0, self._n_ctx - len(tokens)))  # too long: refused below
             requests.append(Request(tokens, cap, temperature=temperature, grammar=grammar))
-        with self._engine_lock:
+        with self._engine("generation", timeout):
             # a batch may take longer than one call, not longer than its calls in turn
             deadline = time.monotonic() + timeout * len(prompts)
-            try:
-                results = self._decoder.generate(requests, deadline=deadline)
-            except DeadlineExceeded:
-                raise LLMTimeout(f"{self.name}: generation exceeded {timeout:g}s") from None
-            except DecodeError as exc:
-                raise LLMError(f"llama.cpp refused the request: {exc}") from exc
+            results = self._decoder.generate(requests, deadline=deadline)
         return [
             Completion(
                 text=r.text,
@@ -247,6 +244,11 @@ class LlamaCppLLM(LLM):
             )
             for r in results
         ]
+
+
+def default_threads() -> int:
+    """llama.cpp threads: DELTAMEM_THREADS, else every core."""
+    return int(os.environ.get("DELTAMEM_THREADS", 0)) or os.cpu_count() or 2
 
 
 def chat_prompt_text(llama: Any, messages: list[ChatMessage]) -> str:

@@ -94,14 +94,6 @@ class OpenAICompatLLM(LLM):
     ) -> list[Completion]:
         """Independent prompts sent a few at a time (servers batch concurrent
         requests); replies in the prompts' order, the first error raised."""
-        if len(prompts) < 2:
-            return super()._chat_many(
-                prompts,
-                schema=schema,
-                max_tokens=max_tokens,
-                temperature=temperature,
-                timeout=timeout,
-            )
 
         def one(messages: list[ChatMessage]) -> Completion:
             return self._chat(
@@ -112,5 +104,5 @@ class OpenAICompatLLM(LLM):
                 timeout=timeout,
             )
 
-        with ThreadPoolExecutor(max_workers=min(IN_FLIGHT, len(prompts))) as pool:
+        with ThreadPoolExecutor(max_workers=max(1, min(IN_FLIGHT, len(prompts)))) as pool:
             return list(pool.map(one, prompts))
