@@ -135,12 +135,17 @@ def test_kill_9_mid_add_then_add_again(tmp_path: Path, point: str) -> None:
     proc = add(db, f)
     try:
         deadline = time.monotonic() + 400
-        while applied(db) < need:
+        seen = [time.monotonic()]  # when each session was applied
+        while (done := applied(db)) < need:
             assert proc.poll() is None, f"add ended before the kill: {proc.communicate()}"
             assert time.monotonic() < deadline, "no session applied in time"
+            if done >= len(seen):
+                seen.append(time.monotonic())
             time.sleep(0.05)
         if point != "first":
-            time.sleep(rng.uniform(0.0, 3.0))  # somewhere inside a later session
+            # somewhere inside the next two sessions, however fast the engine writes one
+            one = time.monotonic() - seen[-1] if len(seen) > 1 else 0.5
+            time.sleep(rng.uniform(0.0, 2 * min(one, 1.5)))
         proc.send_signal(signal.SIGKILL)
     finally:
         if proc.poll() is None:
