@@ -13,9 +13,11 @@ from deltamem.embed import Embedder
 from deltamem.llm.base import ChatMessage
 from deltamem.manager.agent import Manager, ManagerConfig
 from deltamem.manager.dates import annotate, dated, relative_dates
-from deltamem.manager.extract import MAX_FACTS, introduced_name
+from deltamem.manager.extract import MAX_FACTS, introduced_name, unsaid_label
 from deltamem.memory import Memory
+from deltamem.porter import stem
 from deltamem.store.base import PlannedWrite, Store
+from deltamem.text import terms
 from deltamem.types import Message, SessionRecord
 
 
@@ -94,6 +96,40 @@ def test_facts_that_are_not_grounded_or_not_about_the_person_are_refused(
     )
     assert "first person" in (notes["I love maple syrup in my coffee."] or "")
     assert notes["Maple syrup reminds of home."] == "does not name the person"
+
+
+def test_a_label_the_person_never_used_is_dropped_and_its_clause_kept(
+    embedder: Embedder, store: Store
+) -> None:
+    llm = ScriptedLLM(
+        [
+            facts(
+                "The user is a software engineer",  # said nowhere: refused
+                "The user is a cat enthusiast who visits a cat cafe every Sunday.",
+                "The user is a fashion designer and runs a small online clothes store.",
+            )
+        ]
+    )
+    plan = manager(llm, embedder, store, decide="code").plan(
+        rec(
+            [
+                (
+                    "user",
+                    "I love to dance, I run a small online clothes store and "
+                    "I visit a cat cafe every Sunday.",
+                )
+            ]
+        )
+    )
+    assert [w.content for w in plan.writes] == [
+        "The user visits a cat cafe every Sunday",
+        "The user runs a small online clothes store",
+    ]
+    notes = {o.content: o.note for o in plan.noops}
+    assert notes["The user is a software engineer"] == "calls the person something they did not say"
+    # a label made from a word the person used is theirs: "dancer" from "dance"
+    heard = {stem(t) for t in terms("I love to dance.", limit=100)}
+    assert unsaid_label("The user is a dancer", "The user", heard) == ("The user is a dancer", None)
 
 
 def test_a_fact_made_of_the_assistants_words_is_refused(embedder: Embedder, store: Store) -> None:

@@ -60,6 +60,14 @@ _FREE = frozenset(
 
 
 _FREE_STEMS = frozenset(stem(w) for w in _FREE)
+# "<person> is a/an <label>", the label ending where a clause about them begins
+_LABEL = re.compile(
+    r"^(?P<subject>.+?)\s+(?:is|was)\s+an?\s+(?P<label>.+?)"
+    r"(?:(?:,\s*|\s+)(?:who|that)\s+(?P<clause>.+?)|,?\s+and\s+(?P<verb>\w*[^s\W]s)(?P<rest>\s.*?)"
+    r"|,.*|\s+and\s+.*)?\.?$"
+)
+# label words that call the person nothing in particular
+_PLAIN_LABEL = frozenset(stem(w) for w in "person individual someone".split())
 
 
 def person_stems(subject: str) -> set[str]:
@@ -203,6 +211,40 @@ def refusal(fact: str, subject: str, said: str, before: Message | None) -> str |
     return None
 
 
+def unsaid_label(fact: str, subject: str, heard: set[str]) -> tuple[str | None, str | None]:
+    """A fact that calls the person something ("is a cat lover", "is a fashion
+    designer", "is a personal growth advocate") with a word neither they nor the
+    assistant used in the turn is the model's summary, and often wrong: the 1.5B
+    model turns "my online clothes store" into "a fashion designer" and a liking into
+    "an enthusiast". Such a label is dropped: the clause about the person that
+    follows it stays ("is a cat lover who enjoys learning about breeds" -> "enjoys
+    learning about breeds"); a label alone is refused. `heard`: stems of the turn and
+    the assistant's message before it. Returns (fact, None) to keep, possibly
+    rewritten, or (None, why) to refuse."""
+    m = _LABEL.match(fact)
+    if m is None or m.group("subject").lower() != subject.lower():
+        return fact, None
+    free = heard | _PLAIN_LABEL | person_stems(subject) | _FREE_STEMS
+    if all(_said(t, free) for t in terms(m.group("label"), limit=64)):
+        return fact, None
+    clause = m.group("clause") or (m.group("verb") and m.group("verb") + m.group("rest"))
+    if clause:
+        return f"{m.group('subject')} {clause.rstrip('.')}", None
+    return None, "calls the person something they did not say"
+
+
+def _said(word: str, heard: set[str]) -> bool:
+    """A label word is said when it or the verb it is made from was: "dancer" by
+    "dance", "leader" by "lead"."""
+    if stem(word) in heard:
+        return True
+    return (
+        word.endswith(("er", "or"))
+        and len(word) > 4
+        and bool({stem(word[:-2]), stem(word[:-1])} & heard)
+    )
+
+
 def news(fact: str, subject: str, said_before: set[str]) -> bool:
     """Whether a fact carries at least one content word (stemmed) the person had not
     used in their earlier messages of the session. Long conversations circle back to
@@ -262,8 +304,15 @@ class FactExtractor:
     ) -> set[str]:
         """The checks on one turn's reply: kept facts go to `out`, refused ones to
         `noops`; returns what the person has said so far."""
-        for fact in reply_facts(reply, asked.subject):
-            fact = dated(fact, asked.dates)
+        heard = {stem(t) for t in terms(asked.said, limit=100_000)}
+        if asked.before is not None:
+            heard |= {stem(t) for t in terms(asked.before.content, limit=100_000)}
+        for written in reply_facts(reply, asked.subject):
+            written = dated(written, asked.dates)
+            fact, reason = unsaid_label(written, asked.subject, heard)
+            if fact is None:
+                noops.append(Operation(op="none", content=written, turns=[asked.turn], note=reason))
+                continue
             reason = refusal(fact, asked.subject, asked.said, asked.before)
             if reason is None and not news(fact, asked.subject, said_before):
                 reason = "says nothing the person had not said earlier in the session"
