@@ -184,8 +184,32 @@ def reply_facts(reply: dict[str, Any], subject: str) -> list[str]:
     return out[:MAX_FACTS]
 
 
-def refusal(fact: str, subject: str, said: str, before: Message | None) -> str | None:
-    """Why a fact written for a turn is refused (None: it is kept)."""
+def stems_of(text: str) -> set[str]:
+    """The stemmed content words of a text."""
+    return {stem(t) for t in terms(text, limit=100_000)}
+
+
+def check_fact(
+    fact: str, subject: str, said: str, before: Message | None
+) -> tuple[str, str | None]:
+    """The checks a fact written for a turn goes through, as the manager and the
+    training reward (deltamem/train/grpo) both apply them: the fact as kept (an
+    unsaid label dropped, `unsaid_label`) and why it is refused (None: kept)."""
+    own = stems_of(said)
+    heard = own | (stems_of(before.content) if before else set())
+    kept, why = unsaid_label(fact, subject, heard)
+    if kept is None:
+        return fact, why
+    # an answer to the assistant's question makes the question's words the person's
+    # ("How long have you lived in Bergen?" "Five years now."); its suggestions and
+    # praise do not
+    answered = before is not None and "?" in before.content
+    return kept, _refusal(kept, subject, own, heard, answered)
+
+
+def _refusal(fact: str, subject: str, own: set[str], heard: set[str], answered: bool) -> str | None:
+    """Why a fact is refused (None: it is kept); `own`: stems of the person's
+    message, `heard`: those and the assistant's message before it."""
     if len(fact) > MAX_MEMORY_CHARS:
         return "fact too long"
     if len(fact.split()) < 3:
@@ -198,14 +222,8 @@ def refusal(fact: str, subject: str, said: str, before: Message | None) -> str |
     content = content_stems(fact, names)
     if not content:
         return "says nothing about the person"
-    own = {stem(t) for t in terms(said, limit=100_000)}
-    heard = {stem(t) for t in terms(before.content, limit=100_000)} if before else set()
-    if len(content & (own | heard)) / len(content) < GROUNDED:
+    if len(content & heard) / len(content) < GROUNDED:
         return "not grounded in the conversation"
-    # an answer to the assistant's question makes the question's words the person's
-    # ("How long have you lived in Bergen?" "Five years now."); its suggestions and
-    # praise do not
-    answered = before is not None and "?" in before.content
     if len(content & own) / len(content) < (OWN_WORDS_ANSWERING if answered else OWN_WORDS):
         return "the assistant's words, not the person's"
     return None
@@ -304,20 +322,14 @@ class FactExtractor:
     ) -> set[str]:
         """The checks on one turn's reply: kept facts go to `out`, refused ones to
         `noops`; returns what the person has said so far."""
-        heard = {stem(t) for t in terms(asked.said, limit=100_000)}
-        if asked.before is not None:
-            heard |= {stem(t) for t in terms(asked.before.content, limit=100_000)}
         for written in reply_facts(reply, asked.subject):
-            written = dated(written, asked.dates)
-            fact, reason = unsaid_label(written, asked.subject, heard)
-            if fact is None:
-                noops.append(Operation(op="none", content=written, turns=[asked.turn], note=reason))
-                continue
-            reason = refusal(fact, asked.subject, asked.said, asked.before)
+            fact, reason = check_fact(
+                dated(written, asked.dates), asked.subject, asked.said, asked.before
+            )
             if reason is None and not news(fact, asked.subject, said_before):
                 reason = "says nothing the person had not said earlier in the session"
             if reason is None:
                 out.append(Candidate(fact, asked.turn))
             else:
                 noops.append(Operation(op="none", content=fact, turns=[asked.turn], note=reason))
-        return said_before | {stem(t) for t in terms(asked.said, limit=100_000)}
+        return said_before | stems_of(asked.said)

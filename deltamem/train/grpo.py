@@ -28,8 +28,9 @@ no attributed operation is an example whose gold is "no facts".
   even closing a truncated one as `complete_json` does) scores 0 in total;
 * retrieval: this manager retrieves nothing before extracting, so the term
   scores what makes a fact usable downstream: the share of the completion's
-  facts that pass the extractor's own checks (`refusal`: third person, names the
-  person, grounded in the turn and in the person's own words); no facts: 1;
+  facts that pass the extractor's own checks (`check_fact`: third person, names the
+  person, grounded in the turn and in the person's own words, no label they did
+  not use); no facts: 1;
 * r_trans: the state distance (`distance.state_distance`, embeddings from the
   project's embedder) between the facts the product would keep (those passing the
   checks) and the gold facts of the turn, keyword fidelity from the gold keywords.
@@ -54,9 +55,9 @@ from deltamem.llm.base import ChatMessage
 from deltamem.llm.jsonrepair import close_truncated
 from deltamem.manager.extract import (
     FactsReply,
+    check_fact,
     introduced_name,
     name_in,
-    refusal,
     reply_facts,
     turn_prompt,
 )
@@ -268,7 +269,8 @@ class ExtractionReward:
             return RewardParts(0.0, 0.0, 0.0, 0.0)
         facts = reply_facts(reply, subject)
         prior = Message(role="assistant", content=before) if before.strip() else None
-        kept = [f for f in facts if refusal(f, subject, said, prior) is None]
+        checked = (check_fact(f, subject, said, prior) for f in facts)
+        kept = [f for f, why in checked if why is None]
         retrieval = len(kept) / len(facts) if facts else 1.0
         if kept and gold:
             dist = state_distance(
