@@ -5,6 +5,8 @@ manager missed can still be read in the user's own words."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from string import Template
@@ -13,10 +15,13 @@ from typing import Literal
 from pydantic import BaseModel
 
 from deltamem.llm.base import LLM
-from deltamem.text import clip
+from deltamem.porter import stem
+from deltamem.text import clip, terms
 from deltamem.types import SearchHit
 
 PROMPTS = Path(__file__).parent / "prompts"
+# said after the items when none of them names the thing asked (`unmentioned`)
+_UNMENTIONED = Template((PROMPTS / "answer_unmentioned.txt").read_text(encoding="utf-8"))
 # an excerpt longer than this is cut: a long assistant turn would crowd out the rest
 EXCERPT_CHARS = 600
 
@@ -47,6 +52,69 @@ def memory_lines(hits: list[SearchHit], order: Order = "date") -> tuple[list[str
     return facts, excerpts
 
 
+# "What is Sarah Garcia's middle name as of Sep 06, 2025?": the thing asked of the
+# person, between the possessive and what dates or qualifies the question
+_ASKED = re.compile(
+    r"^(?i:(?:on|as of|in|by)\s+[^?]+?,\s*)?(?i:what|which)\s+(?:is|was|are|were)\s+"
+    r"(?P<name_of>the\s+name\s+of\s+)?(?:the\s+title\s+of\s+)?"
+    r"(?:(?:[A-Z][\w'’-]*\s+){0,3}?[A-Z][\w-]*['’]s?\s+|(?:his|her|their)\s+)"
+    r"(?P<asked>[a-z][\w'’-]*(?:\s+[a-z][\w'’-]*){0,3}?)"
+    r"(?:\s+(?:as of|on|in|at|during|by|from|mentioned|who|that|for)\b.*)?\?*$"
+)
+# words that qualify the question ("exact weight") or name a kind of attribute
+# that a memory states without naming it ("is single" is a relationship status,
+# "loves red most" a favourite colour): not needed in an item for a mention
+_QUALIFIERS = frozenset(
+    stem(w)
+    for w in "exact current specific full actual latest recent new real "
+    "name title type kind sort style status level reason favorite favourite fav".split()
+)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a "What is <person>'s <thing>?" question asks for."""
+
+    thing: str  # "middle name"
+    needed: list[str]  # the stems an item must hold to mention it: ["middl"]
+    a_name: bool  # the answer is a name ("middle name", "the name of her dog")
+
+
+def asked_thing(question: str) -> Asked | None:
+    """The thing a "What is <person>'s <thing>?" question asks for; None for a
+    question of another form."""
+    m = _ASKED.match(question.strip())
+    if not m:
+        return None
+    thing = m.group("asked")
+    stems = [stem(t) for t in terms(thing)]
+    needed = [s for s in stems if s not in _QUALIFIERS]
+    if not needed:
+        return None
+    if m.group("name_of"):
+        return Asked(f"name of the {thing}", needed, a_name=True)
+    return Asked(thing, needed, a_name=stem("name") in stems)
+
+
+def unmentioned(question: str, hits: list[SearchHit]) -> str | None:
+    """The name the question asks for when no retrieved item mentions it with all
+    its words (none says "middle" beside "name"). A 1.5B answerer asked for a
+    middle name answers with any name among its items (a friend's, a colleague's);
+    told that none gives one, it says the answer is not known. Asked for another
+    kind of thing (a blood type, a weight) it abstained without being told, and
+    the note misled it where an item says the thing in other words ("born on"
+    for a birth date), so only names get it (docs/benchmarks.md, twelfth pass)."""
+    asked = asked_thing(question)
+    if asked is None or not asked.a_name:
+        return None
+    thing, needed = asked.thing, asked.needed
+    for h in hits:
+        have = {stem(t) for t in terms(h.memory.content, limit=100_000)}
+        if all(s in have for s in needed):
+            return None
+    return thing
+
+
 class Answer(BaseModel):
     text: str
     memories: list[SearchHit]
@@ -66,11 +134,14 @@ class Answerer:
         self, question: str, hits: list[SearchHit], asked_at: datetime | None = None
     ) -> list[dict[str, str]]:
         facts, excerpts = memory_lines(hits, self.order)
+        today = f"Today is {asked_at:%Y-%m-%d}." if asked_at else ""
+        thing = unmentioned(question, hits)
+        note = _UNMENTIONED.substitute(thing=thing).strip() if thing else ""
         user = self._user.substitute(
             order=ORDER_NOTE[self.order],
             facts="\n".join(facts) if facts else "(none)",
             excerpts="\n".join(excerpts) if excerpts else "(none)",
-            asked_at=f"Today is {asked_at:%Y-%m-%d}." if asked_at else "",
+            asked_at="\n".join(filter(None, [today, note])),
             question=question.strip(),
         )
         return [{"role": "system", "content": self._system}, {"role": "user", "content": user}]

@@ -25,6 +25,12 @@ S2 = [
     {"role": "assistant", "content": "That's a big move! Are you still working as a nurse?"},
     {"role": "user", "content": "Yes, I'm a nurse at a hospital in Oslo now."},
 ]
+S3 = [
+    {
+        "role": "user",
+        "content": "My best friends are Kari Hansen and Per Olsen. We sail every summer.",
+    },
+]
 UNKNOWN = ("not known", "unknown", "don't know", "do not know", "no information", "not mention")
 
 
@@ -57,6 +63,13 @@ def test_unknown_stays_unknown(mem: Memory) -> None:
         mem.add(S1, user_id="ola", session_id="s1", timestamp="2030-04-02T10:00:00")
     reply = mem.answer("What is Ola's blood type?", user_id="ola").text.lower()
     assert any(marker in reply for marker in UNKNOWN), reply
+
+
+def test_a_name_asked_for_is_not_taken_from_a_friend(mem: Memory) -> None:
+    mem.add(S3, user_id="ola", session_id="s3", timestamp="2030-06-01T18:00:00")
+    reply = mem.answer("What is Ola's middle name?", user_id="ola").text
+    assert any(marker in reply.lower() for marker in UNKNOWN), reply
+    assert not any(name in reply for name in ("Kari", "Hansen", "Per", "Olsen")), reply
 
 
 def test_readding_a_session_costs_nothing(mem: Memory) -> None:
