@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from deltamem.llm.base import LLM
 from deltamem.porter import stem
-from deltamem.text import clip, terms
+from deltamem.text import clip, stems_of, terms
 from deltamem.types import SearchHit
 
 PROMPTS = Path(__file__).parent / "prompts"
@@ -107,12 +107,9 @@ def unmentioned(question: str, hits: list[SearchHit]) -> str | None:
     asked = asked_thing(question)
     if asked is None or not asked.a_name:
         return None
-    thing, needed = asked.thing, asked.needed
-    for h in hits:
-        have = {stem(t) for t in terms(h.memory.content, limit=100_000)}
-        if all(s in have for s in needed):
-            return None
-    return thing
+    if any(set(asked.needed) <= stems_of(h.memory.content) for h in hits):
+        return None
+    return asked.thing
 
 
 class Answer(BaseModel):
@@ -141,7 +138,7 @@ class Answerer:
             order=ORDER_NOTE[self.order],
             facts="\n".join(facts) if facts else "(none)",
             excerpts="\n".join(excerpts) if excerpts else "(none)",
-            asked_at="\n".join(filter(None, [today, note])),
+            notes="\n".join(filter(None, [today, note])),
             question=question.strip(),
         )
         return [{"role": "system", "content": self._system}, {"role": "user", "content": user}]

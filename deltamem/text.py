@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from deltamem.porter import stem
+
 STOPWORDS = frozenset(
     (
         "a about above after again against all also am an and any are as at be because been "
@@ -55,6 +57,11 @@ def terms(text: str, limit: int = 24) -> list[str]:
         if len(seen) >= limit:
             break
     return list(seen)
+
+
+def stems_of(text: str) -> set[str]:
+    """The stemmed content words of a whole text."""
+    return {stem(t) for t in terms(text, limit=100_000)}
 
 
 def keywords(text: str, limit: int = 5, skip: frozenset[str] = frozenset()) -> list[str]:

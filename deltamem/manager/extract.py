@@ -25,7 +25,7 @@ from deltamem.manager.atomise import first_person, name_subject, split_facts
 from deltamem.manager.dates import annotate, dated, relative_dates
 from deltamem.manager.render import template
 from deltamem.porter import stem
-from deltamem.text import shorten, terms, words
+from deltamem.text import shorten, stems_of, terms, words
 from deltamem.timeparse import human_date
 from deltamem.types import MAX_MEMORY_CHARS, Message, Operation, SessionRecord
 
@@ -182,11 +182,6 @@ def reply_facts(reply: dict[str, Any], subject: str) -> list[str]:
             seen.add(key)
             out.append(piece)
     return out[:MAX_FACTS]
-
-
-def stems_of(text: str) -> set[str]:
-    """The stemmed content words of a text."""
-    return {stem(t) for t in terms(text, limit=100_000)}
 
 
 def check_fact(
