@@ -6,6 +6,7 @@ conversation, not about wording."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,18 @@ def test_readding_a_session_costs_nothing(mem: Memory) -> None:
     calls = mem.llm.usage.calls
     again = mem.add(S1, user_id="ola", session_id="s1", timestamp="2030-04-02T10:00:00")
     assert again.already_applied and mem.llm.usage.calls == calls
+
+
+S4 = [
+    {"role": "user", "content": "My dog Bamse is getting old. He sleeps on the sofa all day."},
+    {"role": "assistant", "content": "Poor Bamse! Does he still go for walks?"},
+    {"role": "user", "content": "Short ones. My sister takes him to the vet every month."},
+]
+
+
+def test_what_is_said_of_a_dog_or_a_sister_is_not_stored_as_the_persons(mem: Memory) -> None:
+    mem.add(S4, user_id="ola-dog", session_id="s4", timestamp="2030-07-01T18:00:00")
+    bank = [m.content for m in mem.get_all(user_id="ola-dog")]
+    # the person made the doer of the dog's sleeping or the sister's vet visits
+    doer = re.compile(r"^(?:The user|User|Ola(?: Nordmann)?) (?:\w+ )?(?:sleeps|takes)\b")
+    assert not any(doer.match(m) for m in bank), bank

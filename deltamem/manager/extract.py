@@ -22,6 +22,7 @@ from pydantic import BaseModel, StrictStr
 
 from deltamem.llm.base import LLM, ChatMessage
 from deltamem.manager.atomise import first_person, name_subject, split_facts
+from deltamem.manager.attribution import said_of_another
 from deltamem.manager.dates import annotate, dated, relative_dates
 from deltamem.manager.render import template
 from deltamem.porter import stem
@@ -199,7 +200,10 @@ def check_fact(
     # ("How long have you lived in Bergen?" "Five years now."); its suggestions and
     # praise do not
     answered = before is not None and "?" in before.content
-    return kept, _refusal(kept, subject, own, heard, answered)
+    why = _refusal(kept, subject, own, heard, answered)
+    if why is None:
+        why = said_of_another(kept, subject, said)
+    return kept, why
 
 
 def _refusal(fact: str, subject: str, own: set[str], heard: set[str], answered: bool) -> str | None:

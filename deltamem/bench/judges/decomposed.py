@@ -37,6 +37,7 @@ from deltamem.bench.judges.checks import (
 )
 from deltamem.embed.base import Embedder
 from deltamem.llm.base import LLM
+from deltamem.manager.attribution import said_of_another
 from deltamem.train.distance import DEFAULT_TAU
 
 CANDIDATES = 3  # memories (or turns) a check is asked about, best word overlap first
@@ -78,6 +79,15 @@ def opening(text: str) -> set[str]:
     """The first two words, lower-cased, possessive dropped: the person's name in a
     fact or memory about them, which is no value of its own."""
     return {re.sub(r"['’]s$", "", w.lower()) for w in text.split()[:2]}
+
+
+_SUBJECT = re.compile(r"^(?:The user|[A-Z][\w-]+(?: [A-Z][\w-]+){0,2}?)(?=['’]s\b|\s+[a-z])")
+
+
+def subject_of(memory: str) -> str:
+    """Whom a memory is about, as it names them first ("Sarah Garcia", "The user")."""
+    m = _SUBJECT.match(memory)
+    return m.group(0) if m else ""
 
 
 def graded(p: float, full: float, part: float) -> int:
@@ -266,6 +276,12 @@ class DecomposedJudges:
             missing = values_missing(exact_values(memory, opening(memory)), own + gold)
             if score == 2 and missing:
                 score, why = 1, f"{why}; nothing said names {sorted(missing)} (code)"
+            # what the person said of someone else ("It [Oracle's culture] encourages
+            # innovation"), written as what they do: the check reads the same words
+            # and says yes; code reads whose clause they were in
+            other = said_of_another(memory, subject_of(memory), " ".join(own))
+            if score and other:
+                score, why = 0, f"{why}; {other} (code)"
         return {"score": score, "included": self._included(memory, gold), "reason": why}
 
     def _included(self, memory: str, gold: list[str]) -> bool:

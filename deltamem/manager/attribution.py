@@ -1,0 +1,165 @@
+"""Whose fact is it: refusing what the person said of someone (or something) else.
+
+The person talks about their cat, their partner, their employer; the 1.5B
+extractor writes every clause it reads as a fact about the person ("Miso is fine,
+she already sleeps on the new sofa" -> "Priya already sleeps on the new sofa";
+"Oracle's culture encourages innovation" -> "Sarah encourages innovation"). The
+grounding check passes them: every word was said. Here code reads who the clause
+was about: a fact that makes the person the doer, whose words the person's message
+gives only in clauses about another ("she", "he", "they", "my network", "Oracle's
+culture"), is refused; so is "her family" written from "his family".
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+from deltamem.porter import stem
+from deltamem.text import STOPWORDS, stems_of, terms, words
+
+# a message cut into sentences, and those into clauses: at commas, dashes and the
+# words that join clauses
+_SENTENCES = re.compile(r"[.;:!?()\"“”]+")
+_CLAUSES = re.compile(
+    r",\s*|\s+[-–—]\s+"
+    r"|\s+(?:and|but|because|so|while|whereas|although|though|since|when|which|who)\s+",
+    re.IGNORECASE,
+)
+_SELF = frozenset("i i'm i've i'd i'll me myself we we're we've we'd we'll us ourselves".split())
+_OTHER = frozenset(
+    "she he they it you she's he's they're you're she'd he'd they'd you've they've "
+    "she'll he'll they'll it'll".split()
+)
+_OWNED = frozenset("my our his her their its your".split())
+# "it's about ...", "it was challenging": "it" stands for nothing said of another
+_DUMMY_IT = re.compile(r"^\W*it(?:['’]s|\s+(?:is|was|has\s+been|will\s+be|would\s+be)\b)", re.I)
+_COPULA = frozenset("is are was were has have had been be".split())
+# verbs that end the noun phrase a clause opens with ("my dance studio is ...")
+_VERBS = _COPULA | frozenset(
+    "does do did will would can could may might must provided provides gave gives "
+    "helped helps made makes encourages encouraged offers offered supports supported".split()
+)
+_LEAD = 4  # a clause's subject is among its first few words ("Honestly, she ...")
+_LEADING = 3  # a fact's first content words, which name what it says
+_MIN_SHARED = 2  # of those, how many a clause must hold to be the fact's source
+
+
+def _norm(word: str) -> str:
+    return word.lower().replace("’", "'")
+
+
+def clause_subject(clause: str) -> str | None:
+    """Who a clause is about: "self" where the person is in it (I, me, we: "it
+    helps me set goals" is theirs), "other" where it opens with another ("she",
+    "they", "it" doing something; a thing of someone's doing something, "my network
+    provided ...", "Oracle's culture encourages ..."), else None ("it's about ...",
+    "my major is Political Science": an attribute of theirs)."""
+    tokens = [_norm(t) for t in re.findall(r"[\w'’]+", clause)]
+    if not tokens:
+        return None
+    if any(t in _SELF for t in tokens):
+        return "self"
+    if _DUMMY_IT.match(clause):
+        return None
+    first = tokens[0]
+    if first in _OWNED or (first.endswith("'s") and first not in _OTHER):
+        verb = next((t for t in tokens[1:] if t in _VERBS), None)
+        return None if verb is None or verb in _COPULA else "other"
+    if any(t in _OTHER for t in tokens[:_LEAD]):
+        return "other"
+    return None
+
+
+def _head(clause: str) -> set[str]:
+    """The stem of the thing a clause opens with as someone's ("my dance studio is by
+    the river": studio; "Oracle's culture": culture). A fact that names it says the
+    thing is the person's ("Priya owns a dance studio ..."), which the clause does
+    say; a fact that leaves it out makes the person do what the thing did."""
+    tokens = [_norm(t) for t in re.findall(r"[\w'’]+", clause)]
+    if len(tokens) >= 2 and (tokens[0] in _OWNED or tokens[0].endswith("'s")):
+        return {stem(tokens[-1] if len(tokens) == 2 else _noun_end(tokens[1:]))}
+    return set()
+
+
+def _noun_end(tokens: list[str]) -> str:
+    """The last word of the noun phrase at the start of `tokens` ("dance studio is"
+    -> "studio"): the word before the first verb-like word, else the first word."""
+    for i, t in enumerate(tokens):
+        if t in _VERBS and i > 0:
+            return tokens[i - 1]
+    return tokens[0]
+
+
+def _is_doer(fact: str, subject: str) -> bool:
+    """Whether the fact makes the person themselves its subject ("Priya sleeps ...",
+    not "Priya's cat sleeps ...")."""
+    rest = fact[len(subject) :] if fact.lower().startswith(subject.lower()) else None
+    return rest is not None and not re.match(r"['’]s?\b", rest)
+
+
+def said_of_another(fact: str, subject: str, said: str) -> str | None:
+    """Why the fact is refused as what the person said of someone else, or None.
+
+    The clauses of the person's message that hold most of the fact's first
+    content words are its source; when every such clause is about another, and
+    the fact makes the person the doer, it is refused. A fact with "her/his/their
+    <thing>" where the message says the thing only as someone else's ("near his
+    family") is refused too."""
+    if not _is_doer(fact, subject):
+        return None
+    clauses = subjects(said)
+    leading = _leading(fact[len(subject) :])
+    if clauses and len(leading) >= _MIN_SHARED:
+        # the source: the clauses holding most of the fact's first words, then most
+        # of all its words
+        fact_stems = stems_of(fact)
+        shared = [
+            ((len(leading & stems_of(c)), len(fact_stems & stems_of(c))), c, who)
+            for c, who in clauses
+        ]
+        best = max(n for n, _, _ in shared)
+        if best[0] >= _MIN_SHARED and all(
+            who == "other" and not (_head(c) & fact_stems) for n, c, who in shared if n == best
+        ):
+            return "said of someone else, not the person"
+    owned = _owned_things(said)
+    for owner, thing, word in _owned_things(fact[len(subject) :]):
+        # "her family" in the fact, only "his family" in the message (a faithful
+        # "their skills" of the team, or "her homework" of a sister, is the same word)
+        owners = {o for o, t, _ in owned if t == thing}
+        if owner in ("his", "her") and owners and not owners & {"my", "our", owner}:
+            return f"someone else's {word}, not the person's"
+    return None
+
+
+def _leading(text: str) -> set[str]:
+    """The first content words of a fact after the person's name, stemmed: what it
+    says they do ("likes adventure novels because they ..." -> adventure, novel)."""
+    stems = [stem(t) for t in terms(text, limit=16)]
+    return set([s for s in stems if s not in STOPWORDS][:_LEADING])
+
+
+def subjects(said: str) -> list[tuple[str, str | None]]:
+    """The message's clauses, each with who it is about (`clause_subject`); a clause
+    that does not say continues the one before it in its sentence, and is joined to
+    it ("It encourages innovation and provides resources": one clause, "other")."""
+    out: list[tuple[str, str | None]] = []
+    for sentence in _SENTENCES.split(said):
+        opened = len(out)
+        for clause in _CLAUSES.split(sentence):
+            if not clause or not clause.strip():
+                continue
+            who = clause_subject(clause)
+            if who is None and len(out) > opened:
+                out[-1] = (f"{out[-1][0]} {clause.strip()}", out[-1][1])
+            else:
+                out.append((clause.strip(), who))
+    return out
+
+
+def _owned_things(text: str) -> list[tuple[str, str, str]]:
+    """(possessive, stem of the word after it, that word): "his family" -> ("his",
+    "famili", "family")."""
+    tokens = [_norm(t) for t in words(text)]
+    return [(a, stem(b), b) for a, b in itertools.pairwise(tokens) if a in _OWNED]

@@ -1,0 +1,106 @@
+"""Facts the person said of someone else are refused (deltamem/manager/attribution.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from deltamem.manager.attribution import clause_subject, said_of_another, subjects
+from deltamem.manager.extract import check_fact
+
+PRIYA = "Priya Raman"
+S1 = (
+    "It's fine. Outside work I'm learning Portuguese, because my partner Tomás is from "
+    "Lisbon. And I have a cat called Miso."
+)
+
+
+@pytest.mark.parametrize(
+    ("clause", "who"),
+    [
+        ("I live in Leeds", "self"),
+        ("Outside work I'm learning Portuguese", "self"),
+        ("she already sleeps on the new sofa", "other"),
+        ("you suggested a course", "other"),
+        ("my network provided emotional support", "other"),
+        ("Oracle's culture encourages innovation", "other"),
+        ("It's fine", None),  # "it" stands for nothing said of another
+        ("It encourages innovation", "other"),
+        ("It helps me set clear goals", "self"),  # the person is in it
+        ("my major is Political Science", None),  # an attribute of theirs
+        ("Miso is fine", None),
+        ("half an hour every evening", None),
+    ],
+)
+def test_who_a_clause_is_about(clause: str, who: str | None) -> None:
+    assert clause_subject(clause) == who
+
+
+def test_a_clause_without_a_subject_continues_the_one_before_it() -> None:
+    said = "Oracle's culture encourages innovation and provides resources. I love it."
+    assert subjects(said) == [
+        ("Oracle's culture encourages innovation provides resources", "other"),
+        ("I love it", "self"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fact", "said", "why"),
+    [
+        (
+            "Priya Raman already sleeps on the new sofa",
+            "Miso is fine, she already sleeps on the new sofa.",
+            "said of someone else, not the person",
+        ),
+        (
+            "Priya Raman provided diverse perspectives and emotional support",
+            "My network provided diverse perspectives and emotional support during the move.",
+            "said of someone else, not the person",
+        ),
+        (
+            "Priya Raman encourages innovation and provides resources for growth",
+            "Oracle's culture encourages innovation and provides resources for growth.",
+            "said of someone else, not the person",
+        ),
+        (
+            "Priya Raman is near her family",
+            "We want to marry in Lisbon next summer, near his family.",
+            "someone else's family, not the person's",
+        ),
+    ],
+)
+def test_what_was_said_of_another_is_refused(fact: str, said: str, why: str) -> None:
+    assert check_fact(fact, PRIYA, said, None) == (fact, why)
+
+
+@pytest.mark.parametrize(
+    ("fact", "said"),
+    [
+        ("Priya Raman is learning Portuguese", S1),
+        ("Priya Raman has a cat called Miso", S1),
+        ("Priya Raman's partner Tomás is from Lisbon", S1),  # the partner is the subject
+        ("Priya Raman plans to marry in Lisbon next summer", "We marry in Lisbon next summer"),
+        ("Priya Raman owns a dance studio by the river", "My dance studio is by the river."),
+        ("Priya Raman helps her sister with homework", "I help my sister with her homework."),
+        ("Priya Raman loves working at Oracle", "Oracle is great and I love working there."),
+        (
+            "Priya Raman has a PhD in Political Science",
+            "My level is PhD, my major Political Science.",
+        ),
+        (
+            "Priya Raman likes adventure novels because they transport her to new worlds",
+            "I like adventure novels, because they transport me to new worlds.",
+        ),
+        ("Priya Raman sets clear goals", "Vision guides me. It helps me set clear goals."),
+        (
+            "Priya Raman creates a supportive environment",
+            "It's about creating a supportive environment.",
+        ),
+    ],
+)
+def test_what_the_person_said_of_themselves_is_kept(fact: str, said: str) -> None:
+    assert check_fact(fact, PRIYA, said, None) == (fact, None)
+
+
+def test_a_fact_of_too_few_shared_words_is_not_judged() -> None:
+    # one word in common says nothing about which clause the fact came from
+    assert said_of_another("Priya Raman is tired", PRIYA, "She is tired.") is None
