@@ -104,3 +104,41 @@ def test_what_the_person_said_of_themselves_is_kept(fact: str, said: str) -> Non
 def test_a_fact_of_too_few_shared_words_is_not_judged() -> None:
     # one word in common says nothing about which clause the fact came from
     assert said_of_another("Priya Raman is tired", PRIYA, "She is tired.") is None
+
+
+@pytest.mark.parametrize(
+    ("fact", "said"),
+    [
+        (
+            "Priya Raman measures success through team feedback",
+            "I'll measure success through team feedback and morale.",
+        ),
+        ("Priya Raman is married in Lisbon", "We want to marry in Lisbon next summer."),
+        (
+            "Priya Raman encourages community engagement through simplicity",
+            "I hope to encourage community engagement through simplicity.",
+        ),
+    ],
+)
+def test_a_wish_or_plan_written_as_done_is_refused(fact: str, said: str) -> None:
+    assert check_fact(fact, PRIYA, said, None) == (fact, "a wish or plan written as done")
+
+
+@pytest.mark.parametrize(
+    ("fact", "said"),
+    [
+        # the fact keeps the plan
+        (
+            "Priya Raman plans to measure success through feedback",
+            "I'll measure success through feedback.",
+        ),
+        # the income comes before the "will", which is about something else
+        ("Priya Raman earns 18,000 USD a month", "The raise to 18,000 USD a month will help."),
+        (
+            "Priya Raman moved from Leeds to Manchester",
+            "Last week I moved from Leeds to Manchester.",
+        ),
+    ],
+)
+def test_what_is_done_or_kept_as_a_plan_stays(fact: str, said: str) -> None:
+    assert check_fact(fact, PRIYA, said, None) == (fact, None)

@@ -1,13 +1,14 @@
-"""Whose fact is it: refusing what the person said of someone (or something) else.
+"""Whose fact is it, and is it done: refusing what the person said of someone else,
+or only wished.
 
 The person talks about their cat, their partner, their employer; the 1.5B
 extractor writes every clause it reads as a fact about the person ("Miso is fine,
 she already sleeps on the new sofa" -> "Priya already sleeps on the new sofa";
-"Oracle's culture encourages innovation" -> "Sarah encourages innovation"). The
-grounding check passes them: every word was said. Here code reads who the clause
-was about: a fact that makes the person the doer, whose words the person's message
-gives only in clauses about another ("she", "he", "they", "my network", "Oracle's
-culture"), is refused; so is "her family" written from "his family".
+"Oracle's culture encourages innovation" -> "Sarah encourages innovation"), and
+writes a plan as done ("I'll implement regular assessments" -> "Sarah is currently
+implementing regular assessments"). The grounding check passes them: every word
+was said. Here code reads the clause the fact came from: whom it was about, and
+whether a word of wish or plan governs it.
 """
 
 from __future__ import annotations
@@ -39,6 +40,14 @@ _COPULA = frozenset("is are was were has have had been be".split())
 _VERBS = _COPULA | frozenset(
     "does do did will would can could may might must provided provides gave gives "
     "helped helps made makes encourages encouraged offers offered supports supported".split()
+)
+# words of a wish, a plan or a possibility, in what was said or in the fact
+_INTENT = re.compile(
+    r"\b(?:wants?|wanted|wanna|plans?|planning|planned|hopes?|hoping|hoped|would|'d like|"
+    r"going to|gonna|will|'ll|intends?|intending|aims?|aiming|thinking (?:about|of)|"
+    r"consider(?:s|ing)?|might|may|could|should|wish(?:es)?|dreams? of|looking forward|"
+    r"can't wait|eager|excited to|try(?:ing)? to|next|soon|future|someday|one day)\b",
+    re.IGNORECASE,
 )
 _LEAD = 4  # a clause's subject is among its first few words ("Honestly, she ...")
 _LEADING = 3  # a fact's first content words, which name what it says
@@ -108,21 +117,9 @@ def said_of_another(fact: str, subject: str, said: str) -> str | None:
     family") is refused too."""
     if not _is_doer(fact, subject):
         return None
-    clauses = subjects(said)
-    leading = _leading(fact[len(subject) :])
-    if clauses and len(leading) >= _MIN_SHARED:
-        # the source: the clauses holding most of the fact's first words, then most
-        # of all its words
-        fact_stems = stems_of(fact)
-        shared = [
-            ((len(leading & stems_of(c)), len(fact_stems & stems_of(c))), c, who)
-            for c, who in clauses
-        ]
-        best = max(n for n, _, _ in shared)
-        if best[0] >= _MIN_SHARED and all(
-            who == "other" and not (_head(c) & fact_stems) for n, c, who in shared if n == best
-        ):
-            return "said of someone else, not the person"
+    sources = source_clauses(fact[len(subject) :], said)
+    if sources and all(who == "other" and not (_head(c) & stems_of(fact)) for c, who in sources):
+        return "said of someone else, not the person"
     owned = _owned_things(said)
     for owner, thing, word in _owned_things(fact[len(subject) :]):
         # "her family" in the fact, only "his family" in the message (a faithful
@@ -131,6 +128,51 @@ def said_of_another(fact: str, subject: str, said: str) -> str | None:
         if owner in ("his", "her") and owners and not owners & {"my", "our", owner}:
             return f"someone else's {word}, not the person's"
     return None
+
+
+def source_clauses(fact: str, said: str) -> list[tuple[str, str | None]]:
+    """The clauses of the person's message a fact was written from (`subjects`):
+    those holding most of its first content words, then most of all its words;
+    none when no clause holds two of its first words."""
+    clauses = subjects(said)
+    leading = _leading(fact)
+    if not clauses or len(leading) < _MIN_SHARED:
+        return []
+    fact_stems = stems_of(fact)
+    shared = [
+        ((len(leading & stems_of(c)), len(fact_stems & stems_of(c))), c, who) for c, who in clauses
+    ]
+    best = max(n for n, _, _ in shared)
+    if best[0] < _MIN_SHARED:
+        return []
+    return [(c, who) for n, c, who in shared if n == best]
+
+
+def plan_as_done(fact: str, subject: str, said: str) -> str | None:
+    """Why the fact is refused as a wish or plan written as done, or None: its source
+    clause wants, plans or hopes it ("We want to marry in Lisbon"), and the fact
+    says none of that ("Priya is married")."""
+    if not _is_doer(fact, subject) or _INTENT.search(fact[len(subject) :]):
+        return None
+    leading = _leading(fact[len(subject) :])
+    sources = source_clauses(fact[len(subject) :], said)
+    if sources and all(_wished(c, leading) for c, _ in sources):
+        return "a wish or plan written as done"
+    return None
+
+
+def _wished(clause: str, leading: set[str]) -> bool:
+    """Whether a word of wish or plan comes before the fact's first words in the
+    clause ("I'll measure success": yes; "the increase to $18,000 will help": the
+    income comes first, and is not what is planned)."""
+    m = _INTENT.search(clause)
+    if m is None:
+        return False
+    first = next(
+        (w.start() for w in re.finditer(r"[\w'’]+", clause) if stem(_norm(w.group())) in leading),
+        len(clause),
+    )
+    return m.start() < first
 
 
 def _leading(text: str) -> set[str]:
