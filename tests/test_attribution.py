@@ -95,6 +95,9 @@ def test_what_was_said_of_another_is_refused(fact: str, said: str, why: str) -> 
             "Priya Raman creates a supportive environment",
             "It's about creating a supportive environment.",
         ),
+        ("Priya Raman feels more confident at work", "It feels like I'm more confident at work."),
+        # "their support" may well be the person's network's, "your" a generic you
+        ("Priya Raman is grateful for his support network", "I'm grateful for their support."),
     ],
 )
 def test_what_the_person_said_of_themselves_is_kept(fact: str, said: str) -> None:
@@ -138,6 +141,12 @@ def test_a_wish_or_plan_written_as_done_is_refused(fact: str, said: str) -> None
             "Priya Raman moved from Leeds to Manchester",
             "Last week I moved from Leeds to Manchester.",
         ),
+        # "continue" and "keep": it goes on already
+        (
+            "Priya Raman is experimenting with superfoods",
+            "I'll continue experimenting with superfoods.",
+        ),
+        ("Priya Raman is looking to grow personally", "I hope to grow personally."),
     ],
 )
 def test_what_is_done_or_kept_as_a_plan_stays(fact: str, said: str) -> None:

@@ -33,8 +33,15 @@ _OTHER = frozenset(
     "she'll he'll they'll it'll".split()
 )
 _OWNED = frozenset("my our his her their its your".split())
+# "her family" written from "his family" only: "their support" or "your perspective"
+# in the message may well be the person's in the fact
+_SWAPPED = {"her": "his", "his": "her"}
 # "it's about ...", "it was challenging": "it" stands for nothing said of another
-_DUMMY_IT = re.compile(r"^\W*it(?:['’]s|\s+(?:is|was|has\s+been|will\s+be|would\s+be)\b)", re.I)
+_DUMMY_IT = re.compile(
+    r"^\W*it(?:['’]s|\s+(?:is|was|has\s+been|will\s+be|would\s+be|feels|felt|seems|seemed|"
+    r"looks|sounds)\b)",
+    re.IGNORECASE,
+)
 _COPULA = frozenset("is are was were has have had been be".split())
 # verbs that end the noun phrase a clause opens with ("my dance studio is ...")
 _VERBS = _COPULA | frozenset(
@@ -46,9 +53,12 @@ _INTENT = re.compile(
     r"\b(?:wants?|wanted|wanna|plans?|planning|planned|hopes?|hoping|hoped|would|'d like|"
     r"going to|gonna|will|'ll|intends?|intending|aims?|aiming|thinking (?:about|of)|"
     r"consider(?:s|ing)?|might|may|could|should|wish(?:es)?|dreams? of|looking forward|"
-    r"can't wait|eager|excited to|try(?:ing)? to|next|soon|future|someday|one day)\b",
+    r"can't wait|eager|excited to|try(?:ing)? to|next|soon|future|someday|one day|"
+    r"looking to|seek(?:s|ing)? to|aspir\w*)\b",
     re.IGNORECASE,
 )
+# "I'll continue experimenting", "I hope to keep refining": it goes on already
+_ONGOING = re.compile(r"\s+(?:\w+\s+)?(?:to\s+)?(?:continue|keep)\b", re.IGNORECASE)
 _LEAD = 4  # a clause's subject is among its first few words ("Honestly, she ...")
 _LEADING = 3  # a fact's first content words, which name what it says
 _MIN_SHARED = 2  # of those, how many a clause must hold to be the fact's source
@@ -125,7 +135,7 @@ def said_of_another(fact: str, subject: str, said: str) -> str | None:
         # "her family" in the fact, only "his family" in the message (a faithful
         # "their skills" of the team, or "her homework" of a sister, is the same word)
         owners = {o for o, t, _ in owned if t == thing}
-        if owner in ("his", "her") and owners and not owners & {"my", "our", owner}:
+        if owner in _SWAPPED and _SWAPPED[owner] in owners and not owners & {"my", "our", owner}:
             return f"someone else's {word}, not the person's"
     return None
 
@@ -166,7 +176,7 @@ def _wished(clause: str, leading: set[str]) -> bool:
     clause ("I'll measure success": yes; "the increase to $18,000 will help": the
     income comes first, and is not what is planned)."""
     m = _INTENT.search(clause)
-    if m is None:
+    if m is None or _ONGOING.match(clause, m.end()):
         return False
     first = next(
         (w.start() for w in re.finditer(r"[\w'’]+", clause) if stem(_norm(w.group())) in leading),
