@@ -62,6 +62,11 @@ def test_a_clause_without_a_subject_continues_the_one_before_it() -> None:
             "said of someone else, not the person",
         ),
         (
+            "Priya Raman is a social network provider",
+            "My social network provides diverse perspectives.",
+            "said of someone else, not the person",
+        ),
+        (
             "Priya Raman is near her family",
             "We want to marry in Lisbon next summer, near his family.",
             "someone else's family, not the person's",

@@ -59,6 +59,11 @@ _INTENT = re.compile(
 )
 # "I'll continue experimenting", "I hope to keep refining": it goes on already
 _ONGOING = re.compile(r"\s+(?:\w+\s+)?(?:to\s+)?(?:continue|keep)\b", re.IGNORECASE)
+_HAVING = re.compile(
+    r"^\s+(?:also\s+|now\s+)?(?:has|have|had|owns|owned|runs|ran|keeps|kept|manages|managed|"
+    r"started|founded|bought|adopted|got|leads|led)\b",
+    re.IGNORECASE,
+)
 _LEAD = 4  # a clause's subject is among its first few words ("Honestly, she ...")
 _LEADING = 3  # a fact's first content words, which name what it says
 _MIN_SHARED = 2  # of those, how many a clause must hold to be the fact's source
@@ -92,9 +97,10 @@ def clause_subject(clause: str) -> str | None:
 
 def _head(clause: str) -> set[str]:
     """The stem of the thing a clause opens with as someone's ("my dance studio is by
-    the river": studio; "Oracle's culture": culture). A fact that names it says the
-    thing is the person's ("Priya owns a dance studio ..."), which the clause does
-    say; a fact that leaves it out makes the person do what the thing did."""
+    the river": studio; "Oracle's culture": culture). A fact that says the person
+    has it ("Priya owns a dance studio ...") says what the clause says; any other
+    makes the person do, or be, what the thing did ("is a social network provider"
+    from "my social network provides ...")."""
     tokens = [_norm(t) for t in re.findall(r"[\w'’]+", clause)]
     if len(tokens) >= 2 and (tokens[0] in _OWNED or tokens[0].endswith("'s")):
         return {stem(tokens[-1] if len(tokens) == 2 else _noun_end(tokens[1:]))}
@@ -128,7 +134,11 @@ def said_of_another(fact: str, subject: str, said: str) -> str | None:
     if not _is_doer(fact, subject):
         return None
     sources = source_clauses(fact[len(subject) :], said)
-    if sources and all(who == "other" and not (_head(c) & stems_of(fact)) for c, who in sources):
+    # "owns a dance studio" from "my dance studio is ...": the fact says the thing is
+    # theirs (a verb of having, and the thing named), which the clause does say
+    has = bool(_HAVING.match(fact[len(subject) :]))
+    owned = stems_of(fact) if has else set()
+    if sources and all(who == "other" and not (_head(c) & owned) for c, who in sources):
         return "said of someone else, not the person"
     owned = _owned_things(said)
     for owner, thing, word in _owned_things(fact[len(subject) :]):
