@@ -128,7 +128,7 @@ def said_of_another(fact: str, subject: str, said: str) -> str | None:
 
     The clauses of the person's message that hold most of the fact's first
     content words are its source; when every such clause is about another, and
-    the fact makes the person the doer, it is refused. A fact with "her/his/their
+    the fact makes the person the doer, it is refused. A fact with "her/his
     <thing>" where the message says the thing only as someone else's ("near his
     family") is refused too."""
     if not _is_doer(fact, subject):
@@ -136,9 +136,8 @@ def said_of_another(fact: str, subject: str, said: str) -> str | None:
     sources = source_clauses(fact[len(subject) :], said)
     # "owns a dance studio" from "my dance studio is ...": the fact says the thing is
     # theirs (a verb of having, and the thing named), which the clause does say
-    has = bool(_HAVING.match(fact[len(subject) :]))
-    owned = stems_of(fact) if has else set()
-    if sources and all(who == "other" and not (_head(c) & owned) for c, who in sources):
+    had = stems_of(fact) if _HAVING.match(fact[len(subject) :]) else set()
+    if sources and all(who == "other" and not (_head(c) & had) for c, who in sources):
         return "said of someone else, not the person"
     owned = _owned_things(said)
     for owner, thing, word in _owned_things(fact[len(subject) :]):
