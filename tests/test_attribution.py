@@ -152,6 +152,8 @@ def test_a_wish_or_plan_written_as_done_is_refused(fact: str, said: str) -> None
             "I'll continue experimenting with superfoods.",
         ),
         ("Priya Raman is looking to grow personally", "I hope to grow personally."),
+        # keenness is a feeling now, not a plan
+        ("Priya Raman enjoys horror films", "I'm actually excited to explore more horror films."),
     ],
 )
 def test_what_is_done_or_kept_as_a_plan_stays(fact: str, said: str) -> None:

@@ -49,14 +49,16 @@ _VERBS = _COPULA | frozenset(
     "helped helps made makes encourages encouraged offers offered supports supported".split()
 )
 # words of a wish, a plan or a possibility, in what was said or in the fact
-_INTENT = re.compile(
-    r"\b(?:wants?|wanted|wanna|plans?|planning|planned|hopes?|hoping|hoped|would|'d like|"
+_WISH = (
+    r"wants?|wanted|wanna|plans?|planning|planned|hopes?|hoping|hoped|would|'d like|"
     r"going to|gonna|will|'ll|intends?|intending|aims?|aiming|thinking (?:about|of)|"
-    r"consider(?:s|ing)?|might|may|could|should|wish(?:es)?|dreams? of|looking forward|"
-    r"can't wait|eager|excited to|try(?:ing)? to|next|soon|future|someday|one day|"
-    r"looking to|seek(?:s|ing)? to|aspir\w*)\b",
-    re.IGNORECASE,
+    r"consider(?:s|ing)?|might|may|could|should|wish(?:es)?|dreams? of|try(?:ing)? to|"
+    r"next|soon|future|someday|one day|looking to|seek(?:s|ing)? to|aspir\w*"
 )
+_INTENT = re.compile(rf"\b(?:{_WISH})\b", re.IGNORECASE)
+# ... and words of keenness, which keep a plan in the fact but in what was said are
+# a feeling now: "I'm excited to explore more horror films" says he enjoys them
+_KEEN = re.compile(rf"\b(?:{_WISH}|looking forward|can't wait|eager|excited to)\b", re.IGNORECASE)
 # "I'll continue experimenting", "I hope to keep refining": it goes on already
 _ONGOING = re.compile(r"\s+(?:\w+\s+)?(?:to\s+)?(?:continue|keep)\b", re.IGNORECASE)
 _HAVING = re.compile(
@@ -171,7 +173,7 @@ def plan_as_done(fact: str, subject: str, said: str) -> str | None:
     """Why the fact is refused as a wish or plan written as done, or None: its source
     clause wants, plans or hopes it ("We want to marry in Lisbon"), and the fact
     says none of that ("Priya is married")."""
-    if not _is_doer(fact, subject) or _INTENT.search(fact[len(subject) :]):
+    if not _is_doer(fact, subject) or _KEEN.search(fact[len(subject) :]):
         return None
     leading = _leading(fact[len(subject) :])
     sources = source_clauses(fact[len(subject) :], said)
