@@ -62,6 +62,11 @@ def test_a_clause_without_a_subject_continues_the_one_before_it() -> None:
             "said of someone else, not the person",
         ),
         (
+            "Priya Raman takes the dog to the vet every month",
+            "My sister takes him to the vet every month.",
+            "said of someone else, not the person",
+        ),
+        (
             "Priya Raman is a social network provider",
             "My social network provides diverse perspectives.",
             "said of someone else, not the person",
@@ -89,7 +94,7 @@ def test_what_was_said_of_another_is_refused(fact: str, said: str, why: str) -> 
         ("Priya Raman loves working at Oracle", "Oracle is great and I love working there."),
         (
             "Priya Raman has a PhD in Political Science",
-            "My level is PhD, my major Political Science.",
+            "My level is PhD, my major is Political Science.",
         ),
         (
             "Priya Raman likes adventure novels because they transport her to new worlds",
@@ -101,6 +106,10 @@ def test_what_was_said_of_another_is_refused(fact: str, said: str, why: str) -> 
             "It's about creating a supportive environment.",
         ),
         ("Priya Raman feels more confident at work", "It feels like I'm more confident at work."),
+        (
+            "Priya Raman is a Senior Director",
+            "I've been overwhelmed since my promotion to Senior Director.",
+        ),
         # "their support" may well be the person's network's, "your" a generic you
         ("Priya Raman is grateful for his support network", "I'm grateful for their support."),
     ],

@@ -90,8 +90,13 @@ def clause_subject(clause: str) -> str | None:
         return None
     first = tokens[0]
     if first in _OWNED or (first.endswith("'s") and first not in _OTHER):
-        verb = next((t for t in tokens[1:] if t in _VERBS), None)
-        return None if verb is None or verb in _COPULA else "other"
+        # "my major is ...", "my friends have been ...": an attribute of theirs;
+        # any other verb after the thing ("my sister takes him to the vet") is its doing
+        # ("my promotion to Senior Director", cut off at "since", does nothing)
+        if any(t in _COPULA for t in tokens[1:5]):
+            return None
+        acts = any(t in _VERBS or (len(t) > 3 and t.endswith(("s", "ed"))) for t in tokens[2:6])
+        return "other" if acts else None
     if any(t in _OTHER for t in tokens[:_LEAD]):
         return "other"
     return None
