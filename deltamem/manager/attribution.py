@@ -75,21 +75,31 @@ def _norm(word: str) -> str:
     return word.lower().replace("’", "'")
 
 
+def _tokens(text: str) -> list[str]:
+    return [_norm(t) for t in words(text)]
+
+
+def _owned_lead(tokens: list[str]) -> bool:
+    """Whether a clause opens with a thing of someone's ("my network", "Oracle's
+    culture"; "she's" and "it's" are pronouns)."""
+    first = tokens[0]
+    return first in _OWNED or (first.endswith("'s") and first not in _OTHER)
+
+
 def clause_subject(clause: str) -> str | None:
     """Who a clause is about: "self" where the person is in it (I, me, we: "it
     helps me set goals" is theirs), "other" where it opens with another ("she",
     "they", "it" doing something; a thing of someone's doing something, "my network
     provided ...", "Oracle's culture encourages ..."), else None ("it's about ...",
     "my major is Political Science": an attribute of theirs)."""
-    tokens = [_norm(t) for t in re.findall(r"[\w'’]+", clause)]
+    tokens = _tokens(clause)
     if not tokens:
         return None
     if any(t in _SELF for t in tokens):
         return "self"
     if _DUMMY_IT.match(clause):
         return None
-    first = tokens[0]
-    if first in _OWNED or (first.endswith("'s") and first not in _OTHER):
+    if _owned_lead(tokens):
         # "my major is ...", "my friends have been ...": an attribute of theirs;
         # any other verb after the thing ("my sister takes him to the vet") is its doing
         # ("my promotion to Senior Director", cut off at "since", does nothing)
@@ -108,8 +118,8 @@ def _head(clause: str) -> set[str]:
     has it ("Priya owns a dance studio ...") says what the clause says; any other
     makes the person do, or be, what the thing did ("is a social network provider"
     from "my social network provides ...")."""
-    tokens = [_norm(t) for t in re.findall(r"[\w'’]+", clause)]
-    if len(tokens) >= 2 and (tokens[0] in _OWNED or tokens[0].endswith("'s")):
+    tokens = _tokens(clause)
+    if len(tokens) >= 2 and _owned_lead(tokens):
         return {stem(tokens[-1] if len(tokens) == 2 else _noun_end(tokens[1:]))}
     return set()
 
@@ -123,11 +133,14 @@ def _noun_end(tokens: list[str]) -> str:
     return tokens[0]
 
 
-def _is_doer(fact: str, subject: str) -> bool:
-    """Whether the fact makes the person themselves its subject ("Priya sleeps ...",
-    not "Priya's cat sleeps ...")."""
-    rest = fact[len(subject) :] if fact.lower().startswith(subject.lower()) else None
-    return rest is not None and not re.match(r"['’]s?\b", rest)
+def _doing(fact: str, subject: str) -> str | None:
+    """What the fact says the person does, after their name, when it makes them
+    its subject ("Priya sleeps ..."); None for "Priya's cat sleeps ..." or a fact
+    that does not open with the name."""
+    if not fact.lower().startswith(subject.lower()):
+        return None
+    rest = fact[len(subject) :]
+    return None if re.match(r"['’]s?\b", rest) else rest
 
 
 def said_of_another(fact: str, subject: str, said: str) -> str | None:
@@ -138,16 +151,17 @@ def said_of_another(fact: str, subject: str, said: str) -> str | None:
     the fact makes the person the doer, it is refused. A fact with "her/his
     <thing>" where the message says the thing only as someone else's ("near his
     family") is refused too."""
-    if not _is_doer(fact, subject):
+    rest = _doing(fact, subject)
+    if rest is None:
         return None
-    sources = source_clauses(fact[len(subject) :], said)
+    sources = source_clauses(rest, said)
     # "owns a dance studio" from "my dance studio is ...": the fact says the thing is
     # theirs (a verb of having, and the thing named), which the clause does say
-    had = stems_of(fact) if _HAVING.match(fact[len(subject) :]) else set()
+    had = stems_of(rest) if _HAVING.match(rest) else set()
     if sources and all(who == "other" and not (_head(c) & had) for c, who in sources):
         return "said of someone else, not the person"
     owned = _owned_things(said)
-    for owner, thing, word in _owned_things(fact[len(subject) :]):
+    for owner, thing, word in _owned_things(rest):
         # "her family" in the fact, only "his family" in the message (a faithful
         # "their skills" of the team, or "her homework" of a sister, is the same word)
         owners = {o for o, t, _ in owned if t == thing}
@@ -165,9 +179,10 @@ def source_clauses(fact: str, said: str) -> list[tuple[str, str | None]]:
     if not clauses or len(leading) < _MIN_SHARED:
         return []
     fact_stems = stems_of(fact)
-    shared = [
-        ((len(leading & stems_of(c)), len(fact_stems & stems_of(c))), c, who) for c, who in clauses
-    ]
+    shared = []
+    for c, who in clauses:
+        held = stems_of(c)
+        shared.append(((len(leading & held), len(fact_stems & held)), c, who))
     best = max(n for n, _, _ in shared)
     if best[0] < _MIN_SHARED:
         return []
@@ -178,10 +193,11 @@ def plan_as_done(fact: str, subject: str, said: str) -> str | None:
     """Why the fact is refused as a wish or plan written as done, or None: its source
     clause wants, plans or hopes it ("We want to marry in Lisbon"), and the fact
     says none of that ("Priya is married")."""
-    if not _is_doer(fact, subject) or _KEEN.search(fact[len(subject) :]):
+    rest = _doing(fact, subject)
+    if rest is None or _KEEN.search(rest):
         return None
-    leading = _leading(fact[len(subject) :])
-    sources = source_clauses(fact[len(subject) :], said)
+    leading = _leading(rest)
+    sources = source_clauses(rest, said)
     if sources and all(_wished(c, leading) for c, _ in sources):
         return "a wish or plan written as done"
     return None
@@ -229,5 +245,4 @@ def subjects(said: str) -> list[tuple[str, str | None]]:
 def _owned_things(text: str) -> list[tuple[str, str, str]]:
     """(possessive, stem of the word after it, that word): "his family" -> ("his",
     "famili", "family")."""
-    tokens = [_norm(t) for t in words(text)]
-    return [(a, stem(b), b) for a, b in itertools.pairwise(tokens) if a in _OWNED]
+    return [(a, stem(b), b) for a, b in itertools.pairwise(_tokens(text)) if a in _OWNED]
