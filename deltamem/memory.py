@@ -35,6 +35,7 @@ from deltamem.manager.agent import Manager, ManagerConfig
 from deltamem.provenance import PERSON, check_content, timeline
 from deltamem.retrieval.hybrid import HybridSearcher, Tiers
 from deltamem.store.base import Store
+from deltamem.superseded import without_superseded
 from deltamem.text import keywords
 from deltamem.timeparse import parse_time
 from deltamem.types import (
@@ -52,6 +53,9 @@ from deltamem.types import (
 )
 
 MAX_SESSION_MESSAGES = 2000
+# hits searched beyond `limit` for `context`, so that the excerpts it leaves out
+# (superseded) are made up for
+SUPERSEDED_SPARE = 10
 
 
 class InvalidSession(ValueError):
@@ -345,9 +349,24 @@ class Memory:
         asked_at: str | datetime | None = None,
         tiers: Tiers = "all",
     ) -> Answer:
-        hits = self.search(question, user_id=user_id, limit=limit, agent_id=agent_id, tiers=tiers)
+        hits = self.context(question, user_id=user_id, limit=limit, agent_id=agent_id, tiers=tiers)
         at = parse_time(asked_at) if asked_at is not None else None
         return Answerer(self.llm).answer(question, hits, asked_at=at)
+
+    def context(
+        self,
+        question: str,
+        *,
+        user_id: str,
+        limit: int = 20,
+        agent_id: str | None = None,
+        tiers: Tiers = "all",
+    ) -> list[SearchHit]:
+        """What `answer` reads: `search`'s hits, less the excerpts whose facts a
+        later session changed or ended (deltamem/superseded.py), up to `limit`."""
+        spare = limit + SUPERSEDED_SPARE if tiers == "all" else limit
+        hits = self.search(question, user_id=user_id, limit=spare, agent_id=agent_id, tiers=tiers)
+        return without_superseded(self.store, hits)[:limit]
 
     def get_all(
         self,

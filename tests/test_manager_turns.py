@@ -78,7 +78,7 @@ def test_facts_that_are_not_grounded_or_not_about_the_person_are_refused(
         [
             facts(
                 "The user travels to different countries and cultures.",  # not said
-                "I love maple syrup in my coffee.",  # the user's words, first person
+                "I love maple syrup in my coffee.",  # the user's words: told of them
                 "Maple syrup reminds of home.",  # names nobody
                 "The user likes maple syrup in coffee because it reminds her of home.",
             )
@@ -88,13 +88,13 @@ def test_facts_that_are_not_grounded_or_not_about_the_person_are_refused(
         rec([("user", "I love maple syrup in my coffee, it reminds me of home.")])
     )
     assert [w.content for w in plan.writes] == [
-        "The user likes maple syrup in coffee because it reminds her of home."
+        "The user loves maple syrup in their coffee.",
+        "The user likes maple syrup in coffee because it reminds her of home.",
     ]
     notes = {o.content: o.note for o in plan.noops}
     assert notes["The user travels to different countries and cultures."] == (
         "not grounded in the conversation"
     )
-    assert "first person" in (notes["I love maple syrup in my coffee."] or "")
     assert notes["Maple syrup reminds of home."] == "does not name the person"
 
 
@@ -407,7 +407,12 @@ def test_pronouns_get_the_persons_name_back_where_nobody_else_is_named() -> None
     )
     assert name_subject("Linda says she is tired.", who) == "Linda says she is tired."
     assert name_subject("I maintain a balanced lifestyle.", who) == (
-        "I maintain a balanced lifestyle."
+        "Sarah Garcia maintains a balanced lifestyle."
+    )
+    # who "we" are is not said, and talk to the assistant is no fact
+    assert name_subject("We adopted a cat.", who) == "We adopted a cat."
+    assert name_subject("I'd like to share my Travel Preference with you.", who) == (
+        "I'd like to share my Travel Preference with you."
     )
 
 

@@ -187,7 +187,25 @@ class Manager:
         found = self.searcher.rank(["name is"], session.user_id, agent_id=session.agent_id)
         known = [m.content for m in self.store.get_many([mid for mid, _ in found[:10]])]
         early = self.store.list_memories(session.user_id, session.agent_id, limit=50)
-        return name_in(known) or leading_name([m.content for m in early])
+        return (
+            name_in(known)
+            or leading_name([m.content for m in early])
+            or self._introduced_before(session)
+        )
+
+    def _introduced_before(self, session: SessionRecord, first: int = 3) -> str | None:
+        """The name the person gave in one of their first sessions ("Hi, I'm Ola
+        Berg"), when no memory names them yet (a bank of one or two facts)."""
+        earlier = [
+            s
+            for s in self.store.list_sessions(session.user_id)
+            if s.agent_id == session.agent_id and s.session_id != session.session_id
+        ][:first]
+        for rec in earlier:
+            own = [m.content for m in rec.messages if m.role == "user"]
+            if said := name_in(own) or introduced_name(own):
+                return said
+        return None
 
     def _run_chunk(
         self,

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from deltamem.manager.voice import in_third_person
+
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 _PRONOUN = re.compile(r"^(She|He)\s+(?=\w)")
 _POSSESSIVE = re.compile(r"^(Her|His)\s+(?=\w)")
@@ -62,8 +64,8 @@ _I_AM = re.compile(r"^(?:I am|I'm)\s+(?=\w)")
 def name_subject(sentence: str, subject: str) -> str:
     """A sentence about the person that opens with a pronoun ("She", "Her", "They",
     "Their", and the user's own "My ..." or "I am ...") gets `subject` back, so it
-    names the person and stands on its own. Other first-person sentences are left
-    as they are (their verbs would not agree)."""
+    names the person and stands on its own; the person's own "I work ..." is told
+    of them (`in_third_person`)."""
     s = sentence.strip().replace("’", "'")
     s = _PRONOUN.sub(subject + " ", s)
     s = _POSSESSIVE.sub(subject + "'s ", s)
@@ -83,7 +85,7 @@ def name_subject(sentence: str, subject: str) -> str:
         third = {"have": "has", "are": "is", "were": "was", "do": "does"}.get(verb)
         if third or verb.endswith("ed"):
             s = f"{subject} {third or verb} {tail}".strip()
-    return s
+    return in_third_person(s, subject) or s
 
 
 def first_person(sentence: str) -> bool:

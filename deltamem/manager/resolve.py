@@ -120,6 +120,40 @@ def same_values(a: str, b: str, name: str | None) -> bool:
     return _values(a, name) == _values(b, name)
 
 
+# what ends a state: the thing ended follows ("left Northwind Bank", "quit Haukeland
+# Hospital", "moved out of the King Street flat", "stopped playing with the
+# Riverside Rovers"), up to the end of the clause
+_ENDS = re.compile(
+    r"\b(?:left|quit|resigned\s+from|retired\s+from|dropped\s+out\s+of|gave\s+up|"
+    r"moved\s+(?:out\s+of|away\s+from|from)|broke\s+up\s+with|split\s+up\s+with|"
+    r"divorced|sold|stopped(?:\s+\w+ing)?(?:\s+(?:with|at|for|in))?|"
+    r"no\s+longer\s+\w+(?:\s+(?:with|at|for|in))?)\s+(?P<ended>[^,.;]+)",
+    re.IGNORECASE,
+)
+# "Sam and Mia broke up": who the person was with comes before the verb
+_PARTED = re.compile(r"^(?P<ended>.+?)\s+and\s+.+?\s+(?:broke|split)\s+up\b", re.IGNORECASE)
+_NAMED_THING = re.compile(r"^(?:(?:the|my|her|his|their)\s+)?[A-Z0-9]")
+_CLAUSE_END = re.compile(r"\s+(?:and|but|because|after|since|to|so|when|where)\s+.*$")
+
+
+def ended_values(fact: str, name: str | None) -> set[str]:
+    """The exact values (names, places, employers) of what a fact says has ended:
+    {"northwind", "bank"} for "Priya left Northwind Bank and joined Fernhill Labs",
+    {"sam"} for "Sam and Mia broke up". Empty for a fact that ends nothing, or ends
+    something it does not name ("quit her job")."""
+    m = _PARTED.match(fact)
+    if m and name and name.lower() in fact.lower():
+        return _values("x " + m.group("ended"), name)
+    m = _ENDS.search(fact)
+    if not m:
+        return set()
+    ended = _CLAUSE_END.sub("", m.group("ended"))
+    if not _NAMED_THING.match(ended):
+        return set()  # "left a review for Cafe Nero": what ended is not the named thing
+    # `specifics` skips a sentence's first word: the ended thing is not a sentence
+    return _values("x " + ended, name)
+
+
 def decided_in_code(fact: str, memories: list[str], name: str | None) -> str:
     """The verdict on a new fact against its related memories (numbered from 1),
     taken from their words: "same N" if memory N holds every content word of the
@@ -127,11 +161,19 @@ def decided_in_code(fact: str, memories: list[str], name: str | None) -> str:
     version), or says what memory N says with one value swapped for another (the
     same words besides, at least two of them: "earns 15600 USD a month" ->
     "earns 18000 USD a month"; a date alone changing is another event), or says it
-    with the negation gone or come (a reversal); else "new". A negated fact is never
-    the same as, or a richer version of, one that is not."""
+    with the negation gone or come (a reversal); "ends N" if it says that what memory
+    N names has ended ("left Northwind Bank" for "works at Northwind Bank",
+    `ended_values`); else "new". A negated fact is never the same as, or a richer
+    version of, one that is not."""
     new = content_of(fact, name)
     if not new:
         return "new"
+    ended = ended_values(fact, name)
+    for n, memory in enumerate(memories, 1):
+        # "left Northwind Bank" ends "works as a data analyst at Northwind Bank": the
+        # memory is no longer true, so the fact takes its place (its history keeps it)
+        if ended and ended <= _values(memory, name) and not ended_values(memory, name):
+            return f"ends {n}"
     new_values = _values(fact, name)
     flipped = negated(fact)
     for n, memory in enumerate(memories, 1):
@@ -227,7 +269,7 @@ class Resolver:
             target = related[int(number) - 1]
             if kind == "same":
                 noops.append(self._noop(cand, target, "the same as a known memory"))
-            elif loses_details(target.content, cand.content, name):
+            elif kind == "changes" and loses_details(target.content, cand.content, name):
                 # the update would erase what is still true of the old memory: both stay,
                 # dated, and the answerer takes the newer where they disagree
                 noops.append(self._noop(cand, target, "update would drop details; added"))

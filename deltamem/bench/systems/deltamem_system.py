@@ -59,7 +59,8 @@ class DeltamemSystem(MemorySystem):
         return [m.content for m in self.memory.session_memories(session_id, user)]
 
     def _search(self, user: str, query: str, k: int) -> list[Retrieved]:
-        hits = self.memory.search(query, user_id=user, limit=k, tiers=self.tiers)
+        # what the product's `answer` reads: superseded excerpts left out
+        hits = self.memory.context(query, user_id=user, limit=k, tiers=self.tiers)
         return [Retrieved.from_hit(h) for h in hits]
 
     def close(self) -> None:
