@@ -93,3 +93,18 @@ def test_what_is_said_of_a_dog_or_a_sister_is_not_stored_as_the_persons(mem: Mem
     # the person made the doer of the dog's sleeping or the sister's vet visits
     doer = re.compile(r"^(?:The user|User|Ola(?: Nordmann)?) (?:\w+ )?(?:sleeps|takes)\b")
     assert not any(doer.match(m) for m in bank), bank
+
+
+def test_a_job_that_ended_is_not_given_as_the_job(mem: Memory) -> None:
+    first = [{"role": "user", "content": "I'm Jun Park. I teach maths at Westfield School."}]
+    then = [
+        {
+            "role": "user",
+            "content": "I resigned from Westfield School in May. "
+            "These days I run a small bakery in town.",
+        }
+    ]
+    mem.add(first, user_id="jun", session_id="j1", timestamp="2030-03-02T10:00:00")
+    mem.add(then, user_id="jun", session_id="j2", timestamp="2030-09-14T18:00:00")
+    reply = mem.answer("Where does Jun work?", user_id="jun").text
+    assert "bakery" in reply.lower(), reply

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from lemminflect import getAllInflections, getLemma
+from lemminflect import getAllInflections, getLemma  # type: ignore[import-untyped]
 
 # words that may stand between "I" and its verb ("I also play", "I really love")
 _ADVERBS = frozenset(
@@ -25,8 +25,6 @@ _ADVERBS = frozenset(
     "currently actually mostly even generally normally regularly already truly".split()
 )
 _MODALS = frozenset("can could will would should might must may shall".split())
-# contracted subject + auxiliary, and the third-person form each becomes
-_CONTRACTED = {"i'm": "is", "i've": "has", "i'll": "will"}
 _ADVERB = "|".join(sorted(_ADVERBS))
 # the speaker "I" as a subject: its contraction, the adverbs after it, and its verb
 _I_VERB = re.compile(
@@ -40,6 +38,7 @@ _ANY_I = re.compile(r"\bI(?:'m|'ve|'ll|'d)?\b")
 # my Travel Preference with you" is no fact)
 _WE = re.compile(r"\b(?:we|we're|we've|our|us|you|your)\b", re.IGNORECASE)
 _FIRST_WORDS = re.compile(r"\b(my|me|myself|mine)\b", re.IGNORECASE)
+# "I'm", "I've", "I'll": what the auxiliary becomes for one person, and for two
 _CONTRACTED = {"'m": ("is", "are"), "'ve": ("has", "have"), "'ll": ("will", "will")}
 _NEGATED = {"don't": "doesn't", "haven't": "hasn't", "do": "does", "have": "has"}
 

@@ -1,0 +1,49 @@
+"""Excerpts whose facts a later session changed are left out of what `answer` reads
+(deltamem/superseded.py); `search` still returns them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fakes import ScriptedLLM, add, ops, update
+
+from deltamem.memory import Memory
+
+JOB = [{"role": "user", "content": "I work as a UX designer at Brightloop."}]
+
+
+def excerpts(hits: list[Any]) -> list[str]:
+    return [h.memory.content for h in hits if h.kind == "episode"]
+
+
+def test_an_excerpt_whose_fact_ended_is_not_read(mem: Memory, llm: ScriptedLLM) -> None:
+    llm.push(ops(add("Alice works as a UX designer at Brightloop.")))
+    mem.add(JOB, user_id="alice", session_id="s1", timestamp="2025-01-01")
+    llm.push(ops(update("m1", "Alice left Brightloop.")))
+    left = [{"role": "user", "content": "I left Brightloop and teach yoga now."}]
+    mem.add(left, user_id="alice", session_id="s2", timestamp="2025-06-01")
+
+    searched = excerpts(mem.search("Where does Alice work?", user_id="alice"))
+    assert JOB[0]["content"] in searched  # the log still holds it
+    read = excerpts(mem.context("Where does Alice work?", user_id="alice"))
+    assert JOB[0]["content"] not in read
+    assert left[0]["content"] in read
+
+
+def test_an_excerpt_whose_fact_was_only_made_richer_is_read(mem: Memory, llm: ScriptedLLM) -> None:
+    llm.push(ops(add("Alice works at Brightloop.")))
+    mem.add(JOB, user_id="alice", session_id="s1", timestamp="2025-01-01")
+    llm.push(ops(update("m1", "Alice works at Brightloop as a lead designer.")))
+    promoted = [{"role": "user", "content": "I got promoted to lead designer!"}]
+    mem.add(promoted, user_id="alice", session_id="s2", timestamp="2025-06-01")
+
+    read = excerpts(mem.context("Where does Alice work?", user_id="alice"))
+    assert JOB[0]["content"] in read
+
+
+def test_an_excerpt_whose_fact_was_deleted_is_not_read(mem: Memory, llm: ScriptedLLM) -> None:
+    llm.push(ops(add("Alice works as a UX designer at Brightloop.")))
+    mem.add(JOB, user_id="alice", session_id="s1", timestamp="2025-01-01")
+    [fact] = mem.get_all(user_id="alice")
+    mem.delete(fact.id)
+    assert excerpts(mem.context("Where does Alice work?", user_id="alice")) == []
