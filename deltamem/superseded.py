@@ -10,20 +10,21 @@ School" beside it, "Where does Jun work?" is answered "Westfield School"; shown
 with a note that it is no longer true, the same; left out, "a small bakery in
 town" (docs/benchmarks.md, fourteenth pass). So such an excerpt is left out of
 what the answerer reads; the fact that replaced it, and the memory's history,
-keep what was said. A fact that a later session only made richer ("likes films"
--> "likes horror films") does not make its turn stale.
+keep what was said. Only a later fact that outdates it counts (`outdates`: it ends
+what the turn named, or swaps or reverses a value): one that only made it richer
+or said it otherwise ("likes films" -> "likes horror films") does not.
 """
 
 from __future__ import annotations
 
-from deltamem.manager.resolve import content_of
+from deltamem.manager.resolve import outdates
 from deltamem.store.base import Store
 from deltamem.types import SearchHit
 
 
 def stale_turns(store: Store, user_id: str, session_id: str, agent_id: str | None) -> set[int]:
-    """The turns of a session whose facts a later session changed or ended, or
-    someone deleted."""
+    """The turns of a session whose facts a later session outdated, or someone
+    deleted."""
     written: dict[str, tuple[str, list[int]]] = {}
     for op in store.session_operations(user_id, session_id, agent_id):
         if op.op in ("add", "update") and op.memory_id and op.content:
@@ -36,11 +37,7 @@ def stale_turns(store: Store, user_id: str, session_id: str, agent_id: str | Non
         current = now.get(memory_id)
         if current is None:
             stale.update(turns)  # deleted: the turn's fact was taken back
-        elif (
-            current.session_id != session_id
-            and current.content != said
-            and not content_of(said, None) <= content_of(current.content, None)
-        ):
+        elif current.session_id != session_id and outdates(said, current.content):
             stale.update(turns)
     return stale
 

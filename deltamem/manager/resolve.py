@@ -154,6 +154,16 @@ def ended_values(fact: str, name: str | None) -> set[str]:
     return _values("x " + ended, name)
 
 
+def outdates(old: str, new: str, name: str | None = None) -> bool:
+    """Whether `new`, written over `old`, says that something `old` stated no longer
+    holds: it ends what `old` names, drops one of its exact values (a changed
+    employer, city, income), or reverses it. A paraphrase or a richer version
+    does not."""
+    if negated(old) != negated(new):
+        return True
+    return bool(ended_values(new, name)) or bool(_values(old, name) - _values(new, name))
+
+
 def decided_in_code(fact: str, memories: list[str], name: str | None) -> str:
     """The verdict on a new fact against its related memories (numbered from 1),
     taken from their words: "same N" if memory N holds every content word of the
