@@ -364,9 +364,23 @@ class Memory:
     ) -> list[SearchHit]:
         """What `answer` reads: `search`'s hits, less the excerpts whose facts a
         later session changed or ended (deltamem/superseded.py), up to `limit`."""
-        spare = limit + SUPERSEDED_SPARE if tiers == "all" else limit
-        hits = self.search(question, user_id=user_id, limit=spare, agent_id=agent_id, tiers=tiers)
-        return without_superseded(self.store, hits)[:limit]
+        hits = self.search(question, user_id=user_id, limit=limit, agent_id=agent_id, tiers=tiers)
+        kept = without_superseded(self.store, hits)
+        if len(kept) < len(hits):
+            # made up from further down the ranking (searched again: the fused
+            # ranking of a longer list differs, so the first search is kept as is
+            # where nothing was left out)
+            more = self.search(
+                question,
+                user_id=user_id,
+                limit=limit + SUPERSEDED_SPARE,
+                agent_id=agent_id,
+                tiers=tiers,
+            )
+            seen = {h.memory.id for h in hits}
+            extra = [h for h in without_superseded(self.store, more) if h.memory.id not in seen]
+            kept += extra[: limit - len(kept)]
+        return kept
 
     def get_all(
         self,

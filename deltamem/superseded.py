@@ -17,42 +17,93 @@ or said it otherwise ("likes films" -> "likes horror films") does not.
 
 from __future__ import annotations
 
-from deltamem.manager.resolve import outdates
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from deltamem.manager.resolve import ended_values, exact_values, outdated_values, outdates
 from deltamem.store.base import Store
 from deltamem.types import SearchHit
 
 
-def stale_turns(store: Store, user_id: str, session_id: str, agent_id: str | None) -> set[int]:
-    """The turns of a session whose facts a later session outdated, or someone
-    deleted."""
+@dataclass
+class Outdated:
+    """What of a session later sessions outdated: the turns its outdated facts came
+    from, and the values those facts named that no longer hold (one group a fact)."""
+
+    turns: set[int] = field(default_factory=set)
+    values: list[set[str]] = field(default_factory=list)
+
+    def covers(self, turns: list[int], text: str) -> bool:
+        """Whether an excerpt of the session is outdated: its turn is, or it names
+        every value of one outdated fact (the assistant's "How do you like working at
+        Northwind Bank?" after the person's outdated "I work at Northwind Bank")."""
+        if set(turns) & self.turns:
+            return True
+        named = exact_values(text) if self.values else set()
+        return any(group <= named for group in self.values)
+
+
+def outdated(store: Store, user_id: str, session_id: str, agent_id: str | None) -> Outdated:
+    """What of a session's facts a later session outdated, or someone deleted."""
     written: dict[str, tuple[str, list[int]]] = {}
     for op in store.session_operations(user_id, session_id, agent_id):
         if op.op in ("add", "update") and op.memory_id and op.content:
             written[op.memory_id] = (op.content, op.turns)
+    out = Outdated()
     if not written:
-        return set()
+        return out
     now = {m.id: m for m in store.get_many(list(written))}
-    stale: set[int] = set()
     for memory_id, (said, turns) in written.items():
         current = now.get(memory_id)
         if current is None:
-            stale.update(turns)  # deleted: the turn's fact was taken back
+            out.turns.update(turns)  # deleted: the turn's fact was taken back
         elif current.session_id != session_id and outdates(said, current.content):
-            stale.update(turns)
-    return stale
+            out.turns.update(turns)
+            if values := outdated_values(said, current.content):
+                out.values.append(values)
+    return out
+
+
+def ended_among(hits: list[SearchHit]) -> list[tuple[datetime, set[str]]]:
+    """When each fact among `hits` that ends a named thing was said, and the values
+    of what it ends ("left Northwind Bank": {"northwind", "bank"})."""
+    out = []
+    for hit in hits:
+        if hit.kind == "fact" and (values := ended_values(hit.memory.content, None)):
+            out.append((hit.memory.timestamp, values))
+    return out
 
 
 def without_superseded(store: Store, hits: list[SearchHit]) -> list[SearchHit]:
-    """`hits` less the excerpts whose turn a later fact superseded (`stale_turns`)."""
-    cache: dict[tuple[str, str | None, str], set[int]] = {}
+    """`hits` less what later facts outdated: excerpts whose facts a later session
+    outdated (`outdated`), and any item said before a fact among `hits` that ends
+    what it names ("works at Northwind Bank, learning Portuguese ..." before "left
+    Northwind Bank": the bank's packed fact that the update did not replace)."""
+    ended = ended_among(hits)
+    cache: dict[tuple[str, str | None, str], Outdated] = {}
     kept: list[SearchHit] = []
     for hit in hits:
         m = hit.memory
         if hit.kind == "episode" and m.session_id:
             key = (m.user_id, m.agent_id, m.session_id)
             if key not in cache:
-                cache[key] = stale_turns(store, m.user_id, m.session_id, m.agent_id)
-            if set(m.turns) & cache[key]:
+                cache[key] = outdated(store, m.user_id, m.session_id, m.agent_id)
+            if cache[key].covers(m.turns, m.content):
                 continue
+        if ended and _ended_before(hit, ended):
+            continue
         kept.append(hit)
     return kept
+
+
+def _ended_before(hit: SearchHit, ended: list[tuple[datetime, set[str]]]) -> bool:
+    """An item said before a fact that ends something it names (itself no ending)."""
+    if hit.kind == "fact" and ended_values(hit.memory.content, None):
+        return False
+    named: set[str] | None = None
+    for when, values in ended:
+        if hit.memory.timestamp < when:
+            named = exact_values(hit.memory.content) if named is None else named
+            if values <= named:
+                return True
+    return False

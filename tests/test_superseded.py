@@ -17,8 +17,9 @@ def excerpts(hits: list[Any]) -> list[str]:
 
 
 def test_an_excerpt_whose_fact_ended_is_not_read(mem: Memory, llm: ScriptedLLM) -> None:
+    asked = {"role": "assistant", "content": "How do you like the work at Brightloop?"}
     llm.push(ops(add("Alice works as a UX designer at Brightloop.")))
-    mem.add(JOB, user_id="alice", session_id="s1", timestamp="2025-01-01")
+    mem.add([*JOB, asked], user_id="alice", session_id="s1", timestamp="2025-01-01")
     llm.push(ops(update("m1", "Alice left Brightloop.")))
     left = [{"role": "user", "content": "I left Brightloop and teach yoga now."}]
     mem.add(left, user_id="alice", session_id="s2", timestamp="2025-06-01")
@@ -27,6 +28,8 @@ def test_an_excerpt_whose_fact_ended_is_not_read(mem: Memory, llm: ScriptedLLM) 
     assert JOB[0]["content"] in searched  # the log still holds it
     read = excerpts(mem.context("Where does Alice work?", user_id="alice"))
     assert JOB[0]["content"] not in read
+    # the assistant's turn that names what ended is as outdated as the person's
+    assert asked["content"] not in read
     assert left[0]["content"] in read
 
 

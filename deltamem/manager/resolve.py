@@ -154,6 +154,17 @@ def ended_values(fact: str, name: str | None) -> set[str]:
     return _values("x " + ended, name)
 
 
+def outdated_values(old: str, new: str, name: str | None = None) -> set[str]:
+    """The exact values of `old` that `new` says no longer hold: what it ends, or
+    what it swapped for another value ({"northwind", "bank"}; {"15600"})."""
+    return ended_values(new, name) or (_values(old, name) - _values(new, name))
+
+
+def exact_values(text: str, name: str | None = None) -> set[str]:
+    """The exact values (names, places, numbers; not dates) anywhere in `text`."""
+    return _values("x " + text, name)
+
+
 def outdates(old: str, new: str, name: str | None = None) -> bool:
     """Whether `new`, written over `old`, says that something `old` stated no longer
     holds: it ends what `old` names, drops one of its exact values (a changed
