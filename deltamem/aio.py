@@ -162,6 +162,25 @@ class AsyncMemory:
             tiers=tiers,
         )
 
+    async def context(
+        self,
+        question: str,
+        *,
+        user_id: str,
+        limit: int = 20,
+        agent_id: str | None = None,
+        tiers: Tiers = "all",
+    ) -> list[SearchHit]:
+        """What `answer` reads (`Memory.context`)."""
+        return await self._run(
+            self.memory.context,
+            question,
+            user_id=user_id,
+            limit=limit,
+            agent_id=agent_id,
+            tiers=tiers,
+        )
+
     async def get_all(
         self,
         *,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from fakes import ScriptedLLM, add, ops, update
 
 from deltamem.memory import Memory
@@ -50,3 +51,37 @@ def test_an_excerpt_whose_fact_was_deleted_is_not_read(mem: Memory, llm: Scripte
     [fact] = mem.get_all(user_id="alice")
     mem.delete(fact.id)
     assert excerpts(mem.context("Where does Alice work?", user_id="alice")) == []
+
+
+def test_an_item_said_before_a_fact_that_ends_what_it_names_is_not_read(
+    mem: Memory, llm: ScriptedLLM
+) -> None:
+    # a packed fact the update did not replace: it names the employer that ended
+    llm.push(ops(add("Alice works at Brightloop, learns Portuguese and has a cat.")))
+    mem.add(JOB, user_id="alice", session_id="s1", timestamp="2025-01-01")
+    llm.push(ops(add("Alice left Brightloop.")))
+    left = [{"role": "user", "content": "I have left Brightloop."}]
+    mem.add(left, user_id="alice", session_id="s2", timestamp="2025-06-01")
+
+    facts = [h.memory.content for h in mem.context("Where does Alice work?", user_id="alice")
+             if h.kind == "fact"]  # fmt: skip
+    assert facts == ["Alice left Brightloop."]
+    assert len(mem.get_all(user_id="alice")) == 2  # the bank keeps both
+
+
+@pytest.mark.anyio
+async def test_the_async_facade_reads_the_same(mem: Memory, llm: ScriptedLLM) -> None:
+    from deltamem.aio import AsyncMemory
+
+    llm.push(ops(add("Alice works as a UX designer at Brightloop.")))
+    mem.add(JOB, user_id="alice", session_id="s1", timestamp="2025-01-01")
+    amem = AsyncMemory(memory=mem)
+    hits = await amem.context("Where does Alice work?", user_id="alice")
+    assert [h.memory.id for h in hits] == [
+        h.memory.id for h in mem.context("Where does Alice work?", user_id="alice")
+    ]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
