@@ -492,3 +492,16 @@ def test_code_does_not_take_another_event_or_a_paraphrase_for_a_change() -> None
         )
         == "changes 2"
     )
+
+
+def test_the_name_given_in_an_earlier_session_is_used(embedder: Embedder, store: Store) -> None:
+    # the first session stored nothing that names the person
+    store.log_session(rec([("user", "Hi, I'm Ola Berg. Nice to meet you!")], sid="s0", days=-30))
+    llm = ScriptedLLM([facts("I quit Haukeland Hospital last month.")])
+    plan = manager(llm, embedder, store).plan(
+        rec([("user", "I quit Haukeland Hospital last month.")], sid="s1")
+    )
+    prompt = llm.requests[0]["messages"][-1]["content"]
+    assert "The person is called Ola Berg." in prompt
+    # the person's own sentence, told of them
+    assert [w.content for w in plan.writes] == ["Ola Berg quit Haukeland Hospital in January 2029."]

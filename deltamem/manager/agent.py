@@ -198,7 +198,7 @@ class Manager:
         Berg"), when no memory names them yet (a bank of one or two facts)."""
         earlier = [
             s
-            for s in self.store.list_sessions(session.user_id)
+            for s in self.store.list_sessions(session.user_id, limit=first * 3)
             if s.agent_id == session.agent_id and s.session_id != session.session_id
         ][:first]
         for rec in earlier:

@@ -133,10 +133,14 @@ class Store(ABC):
 
     @abstractmethod
     def list_sessions(
-        self, user_id: str | None = None, status: SessionStatus | None = None
+        self,
+        user_id: str | None = None,
+        status: SessionStatus | None = None,
+        limit: int | None = None,
     ) -> list[SessionRecord]:
-        """Sessions in log order (arrival), optionally narrowed. "pending" is the queue;
-        "deferred" sessions (logged with infer=False) are not in it."""
+        """Sessions in log order (arrival), optionally narrowed, the first `limit`.
+        "pending" is the queue; "deferred" sessions (logged with infer=False) are not
+        in it."""
 
     @abstractmethod
     def mark_failed(

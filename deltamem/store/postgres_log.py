@@ -82,7 +82,10 @@ class PostgresSessionLog:
         return POSTGRES_ROWS.session(rows[0]) if rows else None
 
     def list_sessions(
-        self, user_id: str | None = None, status: SessionStatus | None = None
+        self,
+        user_id: str | None = None,
+        status: SessionStatus | None = None,
+        limit: int | None = None,
     ) -> list[SessionRecord]:
         where, params = ["TRUE"], []
         if user_id is not None:
@@ -92,6 +95,8 @@ class PostgresSessionLog:
             where.append(_STATUS_WHERE.get(status, "status=%s"))
             params.extend([] if status in _STATUS_WHERE else [status])
         sql = f"SELECT * FROM sessions WHERE {' AND '.join(where)} ORDER BY seq"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
         return [POSTGRES_ROWS.session(r) for r in self._read(sql, params)]
 
     def mark_failed(self, user_id: str, session_id: str, agent_id: str | None, error: str) -> None:

@@ -75,7 +75,10 @@ class SQLiteSessionLog:
         return SQLITE_ROWS.session(rows[0]) if rows else None
 
     def list_sessions(
-        self, user_id: str | None = None, status: SessionStatus | None = None
+        self,
+        user_id: str | None = None,
+        status: SessionStatus | None = None,
+        limit: int | None = None,
     ) -> list[SessionRecord]:
         where, params = [], []
         if user_id is not None:
@@ -85,7 +88,8 @@ class SQLiteSessionLog:
             where.append(_STATUS_WHERE.get(status, "status=?"))
             params.extend([] if status in _STATUS_WHERE else [status])
         sql = "SELECT * FROM sessions" + (" WHERE " + " AND ".join(where) if where else "")
-        return [SQLITE_ROWS.session(r) for r in self._read(sql + " ORDER BY seq", params)]
+        sql += " ORDER BY seq" + (f" LIMIT {int(limit)}" if limit is not None else "")
+        return [SQLITE_ROWS.session(r) for r in self._read(sql, params)]
 
     def mark_failed(self, user_id: str, session_id: str, agent_id: str | None, error: str) -> None:
         with self._tx() as db:
