@@ -334,6 +334,8 @@ def test_each_expression_is_found_beside_another_and_written_as_its_date() -> No
     two = relative_dates("Two years ago I started running; last month I ran a marathon.", AT)
     assert dated("Priya started running two years ago", two) == "Priya started running in 2024"
     assert dated("Priya ran a marathon last month", two) == "Priya ran a marathon in October 2026"
+    # a preposition of its own keeps the date bare ("since 2024", not "since in 2024")
+    assert dated("Priya has run since two years ago", two) == "Priya has run since 2024"
 
 
 def test_a_fact_that_copies_a_relative_expression_is_stored_with_the_date(

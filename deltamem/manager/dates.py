@@ -83,6 +83,10 @@ def annotate(text: str, at: datetime | Sequence[tuple[str, str]]) -> str:
     return "".join(out) + text[start:]
 
 
+# a preposition before the expression that its date keeps ("since", "until")
+_OWN_PREPOSITION = re.compile(r"\b(?:since|until|till|from|by|before|after|to)\s+$", re.I)
+
+
 def dated(fact: str, found: Sequence[tuple[str, str]]) -> str:
     """The fact with each relative expression of its source turn that it repeats
     ("moved last week") written as the date found for it ("moved in the week of
@@ -98,5 +102,8 @@ def dated(fact: str, found: Sequence[tuple[str, str]]) -> str:
             said = f"on {when}"
         else:
             said = f"in {when}"
+        if _OWN_PREPOSITION.search(fact[: m.start()]):
+            # "since last year" -> "since 2029", not "since in 2029"
+            said = said.split(" ", 1)[1]
         fact = fact[: m.start()] + said + fact[m.end() :]
     return fact
