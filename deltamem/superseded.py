@@ -17,12 +17,21 @@ or said it otherwise ("likes films" -> "likes horror films") does not.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from deltamem.manager.resolve import ended_values, exact_values, outdated_values, outdates
 from deltamem.store.base import Store
+from deltamem.text import stems_of
 from deltamem.types import SearchHit
+
+# what a fact says no longer holds: "no longer drinks coffee", "the wedding is on
+# June 14th, not in May", "lives in Lyon and not in Paris"
+_TAKEN_BACK = re.compile(
+    r"(?:\bno\s+longer|,\s*not|\band\s+not)\s+(?P<what>[^,.;!?]+?)(?=[,.;!?]|\s+(?:but|and|because|as)\b|$)",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -74,12 +83,52 @@ def ended_among(hits: list[SearchHit]) -> list[tuple[datetime, set[str]]]:
     return out
 
 
+@dataclass(frozen=True)
+class TakenBack:
+    """A fact among the hits that says something no longer holds."""
+
+    said: datetime
+    what: frozenset[str]  # the stems of what no longer holds ("drink", "coffe")
+    topic: frozenset[str]  # the fact's other stems ("wed", "june" for a moved date)
+
+
+def taken_back_among(hits: list[SearchHit]) -> list[TakenBack]:
+    out = []
+    for hit in hits:
+        if hit.kind != "fact":
+            continue
+        for m in _TAKEN_BACK.finditer(hit.memory.content):
+            what = frozenset(stems_of(m.group("what")))
+            if what:
+                topic = frozenset(stems_of(hit.memory.content)) - what
+                out.append(TakenBack(hit.memory.timestamp, what, topic))
+    return out
+
+
+def _taken_back_before(hit: SearchHit, taken: list[TakenBack]) -> bool:
+    """An item said before a fact that takes back what it states: it holds every
+    word of what was taken back and shares a word of the fact's topic ("planned for
+    May 14th" and "our wedding" before "the wedding is on June 14th, not in May")."""
+    if _TAKEN_BACK.search(hit.memory.content):
+        return False
+    stems: set[str] | None = None
+    for t in taken:
+        if hit.memory.timestamp < t.said:
+            stems = stems_of(hit.memory.content) if stems is None else stems
+            if t.what <= stems and stems & t.topic:
+                return True
+    return False
+
+
 def without_superseded(store: Store, hits: list[SearchHit]) -> list[SearchHit]:
     """`hits` less what later facts outdated: excerpts whose facts a later session
     outdated (`outdated`), and any item said before a fact among `hits` that ends
     what it names ("works at Northwind Bank, learning Portuguese ..." before "left
-    Northwind Bank": the bank's packed fact that the update did not replace)."""
+    Northwind Bank": the bank's packed fact that the update did not replace), and
+    any item said before a fact among `hits` that takes back what it states ("no
+    longer drinks coffee", "on June 14th, not in May")."""
     ended = ended_among(hits)
+    taken = taken_back_among(hits)
     cache: dict[tuple[str, str | None, str], Outdated] = {}
     kept: list[SearchHit] = []
     for hit in hits:
@@ -91,6 +140,8 @@ def without_superseded(store: Store, hits: list[SearchHit]) -> list[SearchHit]:
             if cache[key].covers(m.turns, m.content):
                 continue
         if ended and _ended_before(hit, ended):
+            continue
+        if taken and _taken_back_before(hit, taken):
             continue
         kept.append(hit)
     return kept

@@ -85,3 +85,27 @@ async def test_the_async_facade_reads_the_same(mem: Memory, llm: ScriptedLLM) ->
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def test_an_item_said_before_a_fact_that_takes_it_back_is_not_read(
+    mem: Memory, llm: ScriptedLLM
+) -> None:
+    planned = [{"role": "user", "content": "Our wedding is planned for May 14th."}]
+    llm.push(ops(add("Alice is planning a wedding for May 14th.")))
+    mem.add(planned, user_id="alice", session_id="s1", timestamp="2025-01-01")
+    moved = [{"role": "user", "content": "Sorry, the wedding is on June 14th, not in May."}]
+    llm.push(ops(add("Alice's wedding is on June 14th, not in May.")))
+    mem.add(moved, user_id="alice", session_id="s2", timestamp="2025-02-01")
+    llm.push(ops(add("Alice bought a dress in May.")))  # said after: stays
+    mem.add(
+        [{"role": "user", "content": "I bought a dress for it in May."}],
+        user_id="alice",
+        session_id="s3",
+        timestamp="2025-03-01",
+    )
+
+    read = [h.memory.content for h in mem.context("When is Alice's wedding?", user_id="alice")]
+    assert "Alice is planning a wedding for May 14th." not in read
+    assert planned[0]["content"] not in read  # the excerpt too
+    assert "Alice's wedding is on June 14th, not in May." in read
+    assert "Alice bought a dress in May." in read
