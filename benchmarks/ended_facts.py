@@ -96,6 +96,64 @@ PAST = (
 )
 
 
+# Written after the fixes of the fourteenth pass (docs/benchmarks.md) and run once
+# as they stood: the check of those fixes on cases they were not built on. The two
+# cases above them (a wedding moved, coffee given up) were found by probing and
+# the fixes were built on them, like the five first ones.
+BUILT_ON_LATER = [
+    Case(
+        "leo",
+        ["I'm Leo Martin. Our wedding is planned for May 14th."],
+        ["Actually, I got the date wrong: the wedding is on June 14th, not in May."],
+        "When is Leo's wedding?",
+        ("June",),
+        ("May",),
+    ),
+    Case(
+        "leo2",
+        ["I'm Leo Martin. I drink two cups of coffee every morning."],
+        ["I no longer drink coffee, I only drink tea now."],
+        "What does Leo drink in the morning?",
+        ("tea",),
+        ("coffee",),
+    ),
+]
+HELD_OUT = [
+    Case(
+        "ines",
+        ["I'm Ines Duarte. I smoke about ten cigarettes a day, I know it's bad."],
+        ["Good news: I quit smoking three weeks ago and I feel great."],
+        "Does Ines smoke?",
+        ("no", "quit"),
+        ("ten cigarettes",),
+    ),
+    Case(
+        "kofi",
+        ["I'm Kofi Mensah. I drive my old Volvo to work every day."],
+        ["We sold the Volvo last month. I cycle to work now."],
+        "How does Kofi get to work?",
+        ("cycl", "bike", "bicycle"),
+        ("Volvo", "drive"),
+    ),
+    Case(
+        "ana",
+        ["I'm Ana Silva. I work at the Central Library as a librarian."],
+        ["I don't work at the Central Library anymore; I'm at the City Museum now."],
+        "Where does Ana work?",
+        ("City Museum",),
+        ("Central Library",),
+    ),
+    Case(
+        "raj",
+        ["I'm Raj Patel. My weekly team meeting is on Tuesdays at 10."],
+        ["Our team meeting moved from Tuesday to Thursday."],
+        "On which day is Raj's team meeting?",
+        ("Thursday",),
+        ("Tuesday",),
+    ),
+]
+
+
 def session(turns: list[str]) -> list[dict[str, str]]:
     out = []
     for t in turns:
@@ -108,11 +166,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--llm", default="local")
     ap.add_argument("--out", type=Path, default=None, help="append one JSON line per case")
+    ap.add_argument(
+        "--set",
+        choices=["first", "later", "held-out", "all"],
+        default="all",
+        help="first: the five the fixes were built on; later: two more built on; "
+        "held-out: four written after the fixes",
+    )
     args = ap.parse_args()
     path = Path(tempfile.mkdtemp(prefix="deltamem-ended-")) / "memory.db"
     mem = Memory(path, llm=make_llm(args.llm))
+    sets = {"first": CASES, "later": BUILT_ON_LATER, "held-out": HELD_OUT}
+    cases = [c for name, group in sets.items() if args.set in (name, "all") for c in group]
     passed = 0
-    for case in CASES:
+    for case in cases:
         t0 = time.perf_counter()
         mem.add(
             session(case.before),
@@ -143,7 +210,7 @@ def main() -> None:
         if args.out:
             with args.out.open("a", encoding="utf-8") as f:
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    print(f"{passed}/{len(CASES)} answered with what holds now")
+    print(f"{passed}/{len(cases)} answered with what holds now")
     mem.close()
 
 

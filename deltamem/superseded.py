@@ -33,6 +33,12 @@ _TAKEN_BACK = re.compile(
     re.IGNORECASE,
 )
 
+# an activity ended: "quit smoking", "gave up running", "stopped playing football"
+_QUIT_DOING = re.compile(
+    r"\b(?:quit|gave\s+up|stopped|has\s+stopped)\s+(?P<what>\w+ing(?:\s+(?!in\b|on\b|at\b)\w+)?)",
+    re.IGNORECASE,
+)
+
 
 @dataclass
 class Outdated:
@@ -97,11 +103,16 @@ def taken_back_among(hits: list[SearchHit]) -> list[TakenBack]:
     for hit in hits:
         if hit.kind != "fact":
             continue
-        for m in _TAKEN_BACK.finditer(hit.memory.content):
+        text = hit.memory.content
+        for m in _TAKEN_BACK.finditer(text):
             what = frozenset(stems_of(m.group("what")))
             if what:
-                topic = frozenset(stems_of(hit.memory.content)) - what
-                out.append(TakenBack(hit.memory.timestamp, what, topic))
+                out.append(TakenBack(hit.memory.timestamp, what, frozenset(stems_of(text)) - what))
+        for m in _QUIT_DOING.finditer(text):
+            # the activity is its own topic: "smokes ten a day" before "quit smoking"
+            what = frozenset(stems_of(m.group("what")))
+            if what:
+                out.append(TakenBack(hit.memory.timestamp, what, what))
     return out
 
 
@@ -109,7 +120,7 @@ def _taken_back_before(hit: SearchHit, taken: list[TakenBack]) -> bool:
     """An item said before a fact that takes back what it states: it holds every
     word of what was taken back and shares a word of the fact's topic ("planned for
     May 14th" and "our wedding" before "the wedding is on June 14th, not in May")."""
-    if _TAKEN_BACK.search(hit.memory.content):
+    if _TAKEN_BACK.search(hit.memory.content) or _QUIT_DOING.search(hit.memory.content):
         return False
     stems: set[str] | None = None
     for t in taken:

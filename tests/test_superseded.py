@@ -109,3 +109,24 @@ def test_an_item_said_before_a_fact_that_takes_it_back_is_not_read(
     assert planned[0]["content"] not in read  # the excerpt too
     assert "Alice's wedding is on June 14th, not in May." in read
     assert "Alice bought a dress in May." in read
+
+
+def test_an_item_said_before_an_activity_ended_is_not_read(mem: Memory, llm: ScriptedLLM) -> None:
+    llm.push(ops(add("Alice smokes about ten cigarettes a day.")))
+    mem.add(
+        [{"role": "user", "content": "I smoke about ten cigarettes a day."}],
+        user_id="alice",
+        session_id="s1",
+        timestamp="2025-01-01",
+    )
+    llm.push(ops(add("Alice quit smoking in May.")))
+    mem.add(
+        [{"role": "user", "content": "I quit smoking in May!"}],
+        user_id="alice",
+        session_id="s2",
+        timestamp="2025-06-01",
+    )
+    read = [h.memory.content for h in mem.context("Does Alice smoke?", user_id="alice")]
+    assert "Alice smokes about ten cigarettes a day." not in read
+    assert "I smoke about ten cigarettes a day." not in read
+    assert "Alice quit smoking in May." in read
