@@ -33,6 +33,7 @@ _TAKEN_BACK = re.compile(
     re.IGNORECASE,
 )
 
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 # an activity ended: "quit smoking", "gave up running", "stopped playing football"
 _QUIT_DOING = re.compile(
     r"\b(?:quit|gave\s+up|stopped|has\s+stopped)\s+(?P<what>\w+ing(?:\s+(?!in\b|on\b|at\b)\w+)?)",
@@ -42,20 +43,29 @@ _QUIT_DOING = re.compile(
 
 @dataclass
 class Outdated:
-    """What of a session later sessions outdated: the turns its outdated facts came
-    from, and the values those facts named that no longer hold (one group a fact)."""
+    """What of a session later sessions outdated: the turns whose facts were outdated
+    without a value to find in the words (reversed, deleted), the turns whose facts
+    named values that no longer hold, and those values (one group a fact)."""
 
+    whole: set[int] = field(default_factory=set)
     turns: set[int] = field(default_factory=set)
     values: list[set[str]] = field(default_factory=list)
 
-    def covers(self, turns: list[int], text: str) -> bool:
-        """Whether an excerpt of the session is outdated: its turn is, or it names
-        every value of one outdated fact (the assistant's "How do you like working at
-        Northwind Bank?" after the person's outdated "I work at Northwind Bank")."""
-        if set(turns) & self.turns:
-            return True
-        named = exact_values(text) if self.values else set()
-        return any(group <= named for group in self.values)
+    def read(self, turns: list[int], text: str) -> str | None:
+        """What of an excerpt of the session is still to be read: its sentences less
+        those naming every value of an outdated fact ("My monthly income is 15600
+        USD." once it is 18,000; the assistant's "How do you like working at
+        Northwind Bank?" once that job ended). None where nothing is left, or its
+        turn's fact was outdated and the words that said it cannot be found."""
+        if set(turns) & self.whole:
+            return None
+        if not self.values:
+            return text
+        sentences = _SENTENCE.split(text.strip())
+        kept = [t for t in sentences if not any(g <= exact_values(t) for g in self.values)]
+        if not kept or (set(turns) & self.turns and len(kept) == len(sentences)):
+            return None
+        return text if len(kept) == len(sentences) else " ".join(kept)
 
 
 def outdated(store: Store, user_id: str, session_id: str, agent_id: str | None) -> Outdated:
@@ -71,11 +81,13 @@ def outdated(store: Store, user_id: str, session_id: str, agent_id: str | None) 
     for memory_id, (said, turns) in written.items():
         current = now.get(memory_id)
         if current is None:
-            out.turns.update(turns)  # deleted: the turn's fact was taken back
+            out.whole.update(turns)  # deleted: the turn's fact was taken back
         elif current.session_id != session_id and outdates(said, current.content):
-            out.turns.update(turns)
             if values := outdated_values(said, current.content):
+                out.turns.update(turns)
                 out.values.append(values)
+            else:
+                out.whole.update(turns)  # reversed: no value to find in the words
     return out
 
 
@@ -132,12 +144,12 @@ def _taken_back_before(hit: SearchHit, taken: list[TakenBack]) -> bool:
 
 
 def without_superseded(store: Store, hits: list[SearchHit]) -> list[SearchHit]:
-    """`hits` less what later facts outdated: excerpts whose facts a later session
-    outdated (`outdated`), and any item said before a fact among `hits` that ends
-    what it names ("works at Northwind Bank, learning Portuguese ..." before "left
-    Northwind Bank": the bank's packed fact that the update did not replace), and
-    any item said before a fact among `hits` that takes back what it states ("no
-    longer drinks coffee", "on June 14th, not in May")."""
+    """`hits` less what later facts outdated: excerpts, or their sentences, whose
+    facts a later session outdated (`outdated`); any item said before a fact among
+    `hits` that ends what it names ("works at Northwind Bank, learning Portuguese
+    ..." before "left Northwind Bank": a packed fact the update did not replace);
+    and any item said before a fact among `hits` that takes back what it states
+    ("no longer drinks coffee", "on June 14th, not in May", "quit smoking")."""
     ended = ended_among(hits)
     taken = taken_back_among(hits)
     cache: dict[tuple[str, str | None, str], Outdated] = {}
@@ -148,8 +160,11 @@ def without_superseded(store: Store, hits: list[SearchHit]) -> list[SearchHit]:
             key = (m.user_id, m.agent_id, m.session_id)
             if key not in cache:
                 cache[key] = outdated(store, m.user_id, m.session_id, m.agent_id)
-            if cache[key].covers(m.turns, m.content):
+            still = cache[key].read(m.turns, m.content)
+            if still is None:
                 continue
+            if still != m.content:
+                hit = hit.model_copy(update={"memory": m.model_copy(update={"content": still})})
         if ended and _ended_before(hit, ended):
             continue
         if taken and _taken_back_before(hit, taken):

@@ -130,3 +130,22 @@ def test_an_item_said_before_an_activity_ended_is_not_read(mem: Memory, llm: Scr
     assert "Alice smokes about ten cigarettes a day." not in read
     assert "I smoke about ten cigarettes a day." not in read
     assert "Alice quit smoking in May." in read
+
+
+def test_only_the_sentence_that_said_an_outdated_value_is_left_out(
+    mem: Memory, llm: ScriptedLLM
+) -> None:
+    said = "I work at Oracle as a manager. My monthly income is 15600 USD."
+    llm.push(ops(add("Alice works at Oracle as a manager."), add("Alice earns 15600 USD a month.")))
+    mem.add([{"role": "user", "content": said}], user_id="alice", session_id="s1",
+            timestamp="2025-01-01")  # fmt: skip
+    llm.push(ops(update("m1", "Alice earns 18000 USD a month.")))  # m1: the nearest
+    mem.add(
+        [{"role": "user", "content": "My income went up to 18000 USD a month."}],
+        user_id="alice",
+        session_id="s2",
+        timestamp="2025-06-01",
+    )
+    read = excerpts(mem.context("How much does Alice earn?", user_id="alice"))
+    assert "I work at Oracle as a manager." in read  # the turn, less its outdated sentence
+    assert said not in read
