@@ -32,8 +32,11 @@ def test_rrf_small_k_rewards_agreement_less_than_top_rank() -> None:
     assert [d for d, _ in fused] == ["b", "a", "c"]
 
 
-def test_rrf_ties_break_by_id_and_empty_input() -> None:
-    assert [d for d, _ in rrf([["y"], ["x"]])] == ["x", "y"]
+def test_rrf_ties_break_by_the_rankings_not_the_ids_and_empty_input() -> None:
+    assert [d for d, _ in rrf([["y"], ["x"]])] == ["y", "x"]  # the first ranking's first
+    # ranks 1 and 3 against 3 and 1: the same score, ordered by the first ranking
+    assert [d for d, _ in rrf([["b", "z", "a"], ["a", "z", "b"]])] == ["b", "a", "z"]
+    assert [d for d, _ in rrf([["a", "z", "b"], ["b", "z", "a"]])] == ["a", "b", "z"]
     assert rrf([]) == []
     assert rrf([[], []]) == []
     assert RRF_K == 60

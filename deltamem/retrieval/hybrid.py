@@ -34,12 +34,18 @@ Tiers = Literal["all", "facts", "episodes"]
 
 
 def rrf(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[tuple[str, float]]:
-    """Reciprocal rank fusion: score(d) = Σ 1 / (k + rank of d in each ranking)."""
+    """Reciprocal rank fusion: score(d) = Σ 1 / (k + rank of d in each ranking).
+    Equal scores are common (ranks 3 and 5 against 5 and 3); they are ordered by
+    the first ranking, then by each next one, so that the order depends on the
+    rankings alone, not on ids (a memory's id is random: two runs that write the
+    same bank would otherwise rank it differently)."""
     scores: dict[str, float] = {}
-    for ranking in rankings:
+    places: dict[str, list[int]] = {}
+    for i, ranking in enumerate(rankings):
         for rank, doc in enumerate(ranking, start=1):
             scores[doc] = scores.get(doc, 0.0) + 1.0 / (k + rank)
-    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+            places.setdefault(doc, [len(r) + 1 for r in rankings])[i] = rank
+    return sorted(scores.items(), key=lambda kv: (-kv[1], places[kv[0]], kv[0]))
 
 
 class HybridSearcher:
