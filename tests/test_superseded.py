@@ -13,6 +13,20 @@ from deltamem.memory import Memory
 JOB = [{"role": "user", "content": "I work as a UX designer at Brightloop."}]
 
 
+def says(mem: Memory, text: str, session_id: str, timestamp: str) -> None:
+    """Alice says `text` in a session of its own (the scripted reply pushed before)."""
+    mem.add(
+        [{"role": "user", "content": text}],
+        user_id="alice",
+        session_id=session_id,
+        timestamp=timestamp,
+    )
+
+
+def read(mem: Memory, question: str) -> list[str]:
+    return [h.memory.content for h in mem.context(question, user_id="alice")]
+
+
 def excerpts(hits: list[Any]) -> list[str]:
     return [h.memory.content for h in hits if h.kind == "episode"]
 
@@ -97,39 +111,24 @@ def test_an_item_said_before_a_fact_that_takes_it_back_is_not_read(
     llm.push(ops(add("Alice's wedding is on June 14th, not in May.")))
     mem.add(moved, user_id="alice", session_id="s2", timestamp="2025-02-01")
     llm.push(ops(add("Alice bought a dress in May.")))  # said after: stays
-    mem.add(
-        [{"role": "user", "content": "I bought a dress for it in May."}],
-        user_id="alice",
-        session_id="s3",
-        timestamp="2025-03-01",
-    )
+    says(mem, "I bought a dress for it in May.", "s3", "2025-03-01")
 
-    read = [h.memory.content for h in mem.context("When is Alice's wedding?", user_id="alice")]
-    assert "Alice is planning a wedding for May 14th." not in read
-    assert planned[0]["content"] not in read  # the excerpt too
-    assert "Alice's wedding is on June 14th, not in May." in read
-    assert "Alice bought a dress in May." in read
+    shown = read(mem, "When is Alice's wedding?")
+    assert "Alice is planning a wedding for May 14th." not in shown
+    assert planned[0]["content"] not in shown  # the excerpt too
+    assert "Alice's wedding is on June 14th, not in May." in shown
+    assert "Alice bought a dress in May." in shown
 
 
 def test_an_item_said_before_an_activity_ended_is_not_read(mem: Memory, llm: ScriptedLLM) -> None:
     llm.push(ops(add("Alice smokes about ten cigarettes a day.")))
-    mem.add(
-        [{"role": "user", "content": "I smoke about ten cigarettes a day."}],
-        user_id="alice",
-        session_id="s1",
-        timestamp="2025-01-01",
-    )
+    says(mem, "I smoke about ten cigarettes a day.", "s1", "2025-01-01")
     llm.push(ops(add("Alice quit smoking in May.")))
-    mem.add(
-        [{"role": "user", "content": "I quit smoking in May!"}],
-        user_id="alice",
-        session_id="s2",
-        timestamp="2025-06-01",
-    )
-    read = [h.memory.content for h in mem.context("Does Alice smoke?", user_id="alice")]
-    assert "Alice smokes about ten cigarettes a day." not in read
-    assert "I smoke about ten cigarettes a day." not in read
-    assert "Alice quit smoking in May." in read
+    says(mem, "I quit smoking in May!", "s2", "2025-06-01")
+    shown = read(mem, "Does Alice smoke?")
+    assert "Alice smokes about ten cigarettes a day." not in shown
+    assert "I smoke about ten cigarettes a day." not in shown
+    assert "Alice quit smoking in May." in shown
 
 
 def test_only_the_sentence_that_said_an_outdated_value_is_left_out(
@@ -140,12 +139,7 @@ def test_only_the_sentence_that_said_an_outdated_value_is_left_out(
     mem.add([{"role": "user", "content": said}], user_id="alice", session_id="s1",
             timestamp="2025-01-01")  # fmt: skip
     llm.push(ops(update("m1", "Alice earns 18000 USD a month.")))  # m1: the nearest
-    mem.add(
-        [{"role": "user", "content": "My income went up to 18000 USD a month."}],
-        user_id="alice",
-        session_id="s2",
-        timestamp="2025-06-01",
-    )
+    says(mem, "My income went up to 18000 USD a month.", "s2", "2025-06-01")
     read = excerpts(mem.context("How much does Alice earn?", user_id="alice"))
     assert "I work at Oracle as a manager." in read  # the turn, less its outdated sentence
     assert said not in read
