@@ -1,18 +1,26 @@
-"""Excerpts that later facts superseded: what the answerer is not shown.
+"""What later facts outdated: what `Memory.context` (and so `answer`) does not read.
 
-An excerpt is a raw turn; the facts the manager derived from it carry that turn as
-their provenance. When a later session changed such a fact ("works as a data
-analyst at Northwind Bank" ended by "left Northwind Bank", an income 15,600 ->
-18,000), the turn says something that is no longer true. The 1.5B answerer follows
-the question's words to that turn whatever it is told: with "resigned from
-Westfield School" among the facts and the old turn "I teach maths at Westfield
-School" beside it, "Where does Jun work?" is answered "Westfield School"; shown
-with a note that it is no longer true, the same; left out, "a small bakery in
-town" (docs/benchmarks.md, fourteenth pass). So such an excerpt is left out of
-what the answerer reads; the fact that replaced it, and the memory's history,
-keep what was said. Only a later fact that outdates it counts (`outdates`: it ends
-what the turn named, or swaps or reverses a value): one that only made it richer
-or said it otherwise ("likes films" -> "likes horror films") does not.
+The 1.5B answerer follows a question's words to an old statement whatever it is told
+of it: with "resigned from Westfield School" among the facts and the old turn "I
+teach maths at Westfield School" beside it, "Where does Jun work?" is answered
+"Westfield School"; with the turn marked as no longer true, the same; with it left
+out, "a small bakery in town" (docs/benchmarks.md, fourteenth pass). So what a later
+fact outdated is left out of what it reads; `search`, the bank and each memory's
+history keep it. Three kinds:
+
+* by provenance (`outdated`): an excerpt is a raw turn, and the facts derived from
+  it carry that turn. Where a later session's fact outdated one of them (`outdates`:
+  ended what it named, swapped or reversed a value; not a richer or reworded fact),
+  the sentences of the session's excerpts that name the outdated value go ("My
+  monthly income is 15600 USD." once it is 18,000; the assistant's "How do you like
+  Northwind Bank?" once that job ended), or the whole turn where no value can be
+  found (a reversed or deleted fact);
+* by an ending among the hits (`ended_among`): an item said before a retrieved fact
+  that ends what it names ("works at Northwind Bank, learning Portuguese ..."
+  before "left Northwind Bank": a packed fact the update did not replace);
+* by a taking back among the hits (`taken_back_among`): an item said before a
+  retrieved fact that says it no longer holds ("no longer drinks coffee", "the
+  wedding is on June 14th, not in May", "quit smoking").
 """
 
 from __future__ import annotations
@@ -111,6 +119,7 @@ class TakenBack:
 
 
 def taken_back_among(hits: list[SearchHit]) -> list[TakenBack]:
+    """What the facts among `hits` say no longer holds."""
     out = []
     for hit in hits:
         if hit.kind != "fact":
@@ -143,13 +152,22 @@ def _taken_back_before(hit: SearchHit, taken: list[TakenBack]) -> bool:
     return False
 
 
+def _ended_before(hit: SearchHit, ended: list[tuple[datetime, set[str]]]) -> bool:
+    """An item said before a fact that ends something it names (itself no ending)."""
+    if hit.kind == "fact" and ended_values(hit.memory.content, None):
+        return False
+    named: set[str] | None = None
+    for when, values in ended:
+        if hit.memory.timestamp < when:
+            named = exact_values(hit.memory.content) if named is None else named
+            if values <= named:
+                return True
+    return False
+
+
 def without_superseded(store: Store, hits: list[SearchHit]) -> list[SearchHit]:
-    """`hits` less what later facts outdated: excerpts, or their sentences, whose
-    facts a later session outdated (`outdated`); any item said before a fact among
-    `hits` that ends what it names ("works at Northwind Bank, learning Portuguese
-    ..." before "left Northwind Bank": a packed fact the update did not replace);
-    and any item said before a fact among `hits` that takes back what it states
-    ("no longer drinks coffee", "on June 14th, not in May", "quit smoking")."""
+    """`hits` less what later facts outdated (the module's three kinds), in their
+    order; an excerpt that lost sentences is a copy with the rest."""
     ended = ended_among(hits)
     taken = taken_back_among(hits)
     cache: dict[tuple[str, str | None, str], Outdated] = {}
@@ -171,16 +189,3 @@ def without_superseded(store: Store, hits: list[SearchHit]) -> list[SearchHit]:
             continue
         kept.append(hit)
     return kept
-
-
-def _ended_before(hit: SearchHit, ended: list[tuple[datetime, set[str]]]) -> bool:
-    """An item said before a fact that ends something it names (itself no ending)."""
-    if hit.kind == "fact" and ended_values(hit.memory.content, None):
-        return False
-    named: set[str] | None = None
-    for when, values in ended:
-        if hit.memory.timestamp < when:
-            named = exact_values(hit.memory.content) if named is None else named
-            if values <= named:
-                return True
-    return False

@@ -8,8 +8,9 @@ memory) loses the session's one fact. Here it is put in the third person: the
 subject "I" becomes the person's name with its verb agreeing (lemminflect does the
 inflection), "my" becomes "their", "me" "them". A verb whose present and past
 are one word ("I quit", "I read") keeps its form, which reads as the past, as
-such a sentence almost always means. Sentences whose subject is "we" are left as
-they are: who "we" are is not said.
+such a sentence almost always means. Sentences with "we" are left as they are (who
+"we" are is not said), and so are those with "you" (talk to the assistant: "I'd like
+to share my Travel Preference with you" is no fact); the checks then refuse them.
 """
 
 from __future__ import annotations
@@ -34,13 +35,13 @@ _I_VERB = re.compile(
 # verb stays plural
 _PAIR_BEFORE = re.compile(r"^(?:[\w'-]+\s+){1,4}and\s+$")
 _ANY_I = re.compile(r"\bI(?:'m|'ve|'ll|'d)?\b")
-# "we" (who they are is not said); "you" (talk to the assistant: "I'd like to share
-# my Travel Preference with you" is no fact)
 _WE = re.compile(r"\b(?:we|we're|we've|our|us|you|your)\b", re.IGNORECASE)
 _FIRST_WORDS = re.compile(r"\b(my|me|myself|mine)\b", re.IGNORECASE)
 # "I'm", "I've", "I'll": what the auxiliary becomes for one person, and for two
 _CONTRACTED = {"'m": ("is", "are"), "'ve": ("has", "have"), "'ll": ("will", "will")}
 _NEGATED = {"don't": "doesn't", "haven't": "hasn't", "do": "does", "have": "has"}
+# the speaker's other words, told of them
+_OTHER = {"my": "their", "mine": "theirs", "me": "them", "myself": "themselves"}
 
 
 @lru_cache(maxsize=4096)
@@ -83,7 +84,8 @@ def in_third_person(sentence: str, subject: str) -> str | None:
             )
             return f"{who} {aux}{gap} {verb}"
         if short:
-            return f"{who} {_CONTRACTED[short][pair]}{gap} {verb}"
+            one, two = _CONTRACTED[short]
+            return f"{who} {two if pair else one}{gap} {verb}"
         agreed = None if pair else third_singular(verb)
         return f"{who}{gap} {agreed or verb}"
 
@@ -92,6 +94,3 @@ def in_third_person(sentence: str, subject: str) -> str | None:
         return None  # an "I" this does not read (at the end, before a quote)
     out = _FIRST_WORDS.sub(lambda w: _OTHER[w.group(1).lower()], out)
     return out[0].upper() + out[1:]
-
-
-_OTHER = {"my": "their", "mine": "theirs", "me": "them", "myself": "themselves"}
