@@ -347,10 +347,23 @@ def test_information_points_split_sentences_and_clauses() -> None:
     assert information_points(listed) == [listed]
 
 
+class PointScoringLLM(ScoringLLM):
+    """P(yes) 0.1 for a check whose detail names `unheld`, else 0.9."""
+
+    def __init__(self, unheld: str) -> None:
+        super().__init__(0.9)
+        self.unheld = unheld
+
+    def _options(self, messages, options, *, timeout):  # type: ignore[no-untyped-def]
+        detail = messages[-1]["content"].split("\n")[0]
+        self.p = 0.1 if self.unheld in detail else 0.9
+        return super()._options(messages, options, timeout=timeout)
+
+
 def test_included_needs_a_field_for_every_point(tmp_path: Path) -> None:
-    """A point no reference is about (no shared word, nothing near in meaning) makes
-    the memory not included, however sure the check is about the other points; a
-    point worded apart from its reference is found by meaning, with no call."""
+    """A point the check finds no reference for makes the memory not included,
+    however sure it is about the other points; a point worded apart from its
+    reference is found by meaning, with no call."""
     refs = [
         "Ana's job title is nurse at Porto General Hospital",
         "Ana's partner status: divorced",
@@ -358,7 +371,7 @@ def test_included_needs_a_field_for_every_point(tmp_path: Path) -> None:
         "Ana runs on Sundays",
     ]  # four or more: the name they all share is no clue
     said = ["user: I'm a nurse at Porto General, and I'm divorced."]
-    j = DecomposedJudges(ScoringLLM(0.9), JudgeCache(tmp_path / "c.sqlite"))
+    j = DecomposedJudges(PointScoringLLM("stamps"), JudgeCache(tmp_path / "c.sqlite"))
     assert j.accuracy(said, refs, "Ana is a nurse at Porto General Hospital.")["included"] is True
     got = j.accuracy(
         said, refs, "Ana is a nurse at Porto General Hospital and owns vintage stamps."
@@ -366,3 +379,21 @@ def test_included_needs_a_field_for_every_point(tmp_path: Path) -> None:
     assert got["included"] is False
     j2 = DecomposedJudges(ScoringLLM(0.01), JudgeCache(tmp_path / "c2.sqlite"))
     assert j2.accuracy(said, refs, "Ana is divorced.")["included"] is True
+
+
+def test_included_asks_about_the_references_nearest_in_meaning(tmp_path: Path) -> None:
+    """In a session about one topic every reference shares its word, which the word
+    ranking skips; the references nearest in meaning are asked about instead of
+    none (in a music session, "enjoys music" was called not included)."""
+    refs = [
+        "Ana's music preference includes jazz, which relaxes her",
+        "Ana listens to music while cooking",
+        "Ana values music for its calm",
+        "Ana seeks music recommendations for her evening walks",
+    ]
+    llm = ScoringLLM(0.9)
+    j = DecomposedJudges(llm, JudgeCache(tmp_path / "c.sqlite"))
+    memory = "Ana finds music helps her sleep"  # cosine under 0.75 to each
+    assert j.accuracy(["user: Music helps me sleep."], refs, memory)["included"] is True
+    asked = [r for r in llm.requests if f"Detail: {memory}" in r["messages"][-1]["content"]]
+    assert asked, "the check was asked about the references nearest in meaning"

@@ -59,7 +59,9 @@ THRESHOLDS: dict[str, float] = {
     # thirteenth session: 0.5 -> 0.45, kappa 0.80 -> 0.86)
     "supported_full": 0.45,
     "supported_part": 0.15,
-    "same_field": 0.6,  # the `included` flag (tune half with 20 more labels, 2026-11-24)
+    # the `included` flag: "does the reference speak of this same particular thing?"
+    # (tune half with the 30 labels of 2026-11-25: kappa 0.532 -> 0.596; 0.4 gives 0.580)
+    "same_field": 0.5,
 }
 # a reference this close in meaning (embedding cosine) to an information point holds
 # its field without asking: the state distance's "same memory" cut, not tuned here
@@ -288,21 +290,29 @@ class DecomposedJudges:
         """HaluMem's rule: every information point of the memory has a field among
         the references, whatever its value. A point is held by a reference near it
         in meaning ("is married" by "partner status: divorced", which share no
-        word), else by one of those sharing most words with it that the same-field
-        check accepts; one point without a field makes the memory not included."""
+        word), else by a candidate reference that the check says speaks of the same
+        particular thing; one point without one makes the memory not included. The
+        candidates are those sharing most words with the point and those nearest in
+        meaning: in a session about music every reference says "music", and the
+        word ranking, which skips words most references share, finds none for
+        "enjoys music"."""
+        if not gold:
+            return False
         skip = common_words(gold)
         for point in information_points(memory):
-            if gold and self._nearest_similarity(point, gold) >= NEAR_IN_MEANING:
+            similarity = self._similarities(point, gold)
+            if float(similarity.max()) >= NEAR_IN_MEANING:
                 continue
             near = ranked(point, gold, skip, CANDIDATES)
+            near += [gold[i] for i in np.argsort(-similarity)[:CANDIDATES] if gold[i] not in near]
             if not any(self.same_field.p_yes(a=point, b=g) >= self.t["same_field"] for g in near):
                 return False
-        return bool(gold)
+        return True
 
-    def _nearest_similarity(self, text: str, others: list[str]) -> float:
-        """The best cosine of `text` to any of `others` (embedders give unit rows).
-        The references are embedded once per list: every memory of a session is
-        judged against the same ones."""
+    def _similarities(self, text: str, others: list[str]) -> np.ndarray:
+        """The cosine of `text` to each of `others` (embedders give unit rows). The
+        references are embedded once per list: every memory of a session is judged
+        against the same ones."""
         if self._embedder is None:
             from deltamem.embed import make_embedder
 
@@ -310,7 +320,7 @@ class DecomposedJudges:
         key = tuple(others)
         if self._refs[0] != key:
             self._refs = (key, self._embedder.embed(others))
-        return float((self._refs[1] @ self._embedder.embed_one(text)).max())
+        return self._refs[1] @ self._embedder.embed_one(text)
 
     # -- updates -----------------------------------------------------------------
 
