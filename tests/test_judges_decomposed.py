@@ -397,3 +397,21 @@ def test_included_asks_about_the_references_nearest_in_meaning(tmp_path: Path) -
     assert j.accuracy(["user: Music helps me sleep."], refs, memory)["included"] is True
     asked = [r for r in llm.requests if f"Detail: {memory}" in r["messages"][-1]["content"]]
     assert asked, "the check was asked about the references nearest in meaning"
+
+
+def test_included_when_a_reference_holds_every_word_of_the_point(tmp_path: Path) -> None:
+    """A point whose every word (the name aside) is in one reference has that field,
+    with no call, however the check would lean; one word the references lack
+    leaves it to the check."""
+    refs = [
+        "Ana's colleague Rui has been supporting her through the move",
+        "Ana values her friends at work",
+        "Ana likes green tea",
+        "Ana runs on Sundays",
+    ]
+    llm = ScoringLLM(0.01)
+    j = DecomposedJudges(llm, JudgeCache(tmp_path / "c.sqlite"))
+    said = ["user: My colleagues support me a lot."]
+    assert j.accuracy(said, refs, "Ana has support from her colleagues")["included"] is True
+    assert not [r for r in llm.requests if "Detail:" in r["messages"][-1]["content"]]
+    assert j.accuracy(said, refs, "Ana has support from her neighbours")["included"] is False

@@ -290,7 +290,7 @@ class DecomposedJudges:
         """HaluMem's rule: every information point of the memory has a field among
         the references, whatever its value. A point is held by a reference near it
         in meaning ("is married" by "partner status: divorced", which share no
-        word), else by a candidate reference that the check says speaks of the same
+        word) or holding every one of its words, else by a candidate reference that the check says speaks of the same
         particular thing; one point without one makes the memory not included. The
         candidates are those sharing most words with the point and those nearest in
         meaning: in a session about music every reference says "music", and the
@@ -303,6 +303,9 @@ class DecomposedJudges:
             similarity = self._similarities(point, gold)
             if float(similarity.max()) >= NEAR_IN_MEANING:
                 continue
+            words = content(point, skip) - content(subject_of(point))
+            if words and any(words <= content(g) for g in gold):
+                continue  # a reference holds every word of it ("has support from colleagues")
             near = ranked(point, gold, skip, CANDIDATES)
             near += [gold[i] for i in np.argsort(-similarity)[:CANDIDATES] if gold[i] not in near]
             if not any(self.same_field.p_yes(a=point, b=g) >= self.t["same_field"] for g in near):
