@@ -292,11 +292,10 @@ class DecomposedJudges:
         in meaning ("is married" by "partner status: divorced", which share no
         word) or holding every one of its words, else by a candidate reference that
         the check says speaks of the same particular thing; one point without one
-        makes the memory not included. The
-        candidates are those sharing most words with the point and those nearest in
-        meaning: in a session about music every reference says "music", and the
-        word ranking, which skips words most references share, finds none for
-        "enjoys music"."""
+        makes the memory not included. The candidates are those sharing most words
+        with the point and those nearest in meaning: in a session about music every
+        reference says "music", and the word ranking, which skips words most
+        references share, finds none for "enjoys music"."""
         if not gold:
             return False
         skip = common_words(gold)
