@@ -200,3 +200,18 @@ def test_an_openai_compatible_server_gets_a_batch_concurrently() -> None:
         out = llm.complete_json_many(_asks(SAID[:4]), SCHEMA, purpose="t")
     assert out == [{"facts": [text]} for text in SAID[:4]]
     assert llm.usage.calls == 4
+
+
+def test_a_block_said_three_times_over_ends_the_reply_at_its_first_copy(tiny: Any) -> None:
+    """The tiny model answers this with "apple, apple, ..." to its token cap; the
+    decoder ends it once a block has come three times in a row, keeps the first
+    copy, and counts the tokens it generated."""
+    from deltamem.llm import llamacpp_decoder
+
+    ask = _asks(["List: apple, apple, apple, apple, apple, apple, apple, apple"])[0]
+    out = tiny._chat(ask, schema=None, max_tokens=120, temperature=0.0, timeout=60)
+    assert out.completion_tokens < 40
+    assert out.text.lower().count("apple") <= 3
+    assert llamacpp_decoder.repeated_tail([5, 1, 2, 3, 4] * 3) == 5
+    assert llamacpp_decoder.repeated_tail([1, 2, 3, 4] * 2) == 0  # twice is not a loop
+    assert llamacpp_decoder.repeated_tail([1, 2, 3] * 3) == 0  # too short a block to tell

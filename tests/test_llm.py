@@ -73,6 +73,16 @@ FULL = '{"operations": [{"op": "add", "content": "A"}, {"op": "add", "content": 
             {"operations": [{"op": "add", "content": "A"}]},
             id="half-written-memory-dropped-not-completed",
         ),
+        pytest.param(
+            '{"facts": ["Ada works as a nurse", "Ada has a cat called Mi',
+            {"facts": ["Ada works as a nurse"]},
+            id="finished-string-element-kept",
+        ),
+        pytest.param(
+            '{"facts": ["Ada works as a nurse", "Ada has a cat"',
+            {"facts": ["Ada works as a nurse", "Ada has a cat"]},
+            id="string-element-closed-before-its-comma",
+        ),
     ],
 )
 def test_close_truncated_keeps_finished_elements(text: str, expected: object) -> None:
@@ -90,6 +100,8 @@ def test_close_truncated_keeps_finished_elements(text: str, expected: object) ->
         "]",
         '{"a": "unterminated } ] string',
         '{"operations": [{"op": "add", "content": "Alice is 3',
+        '{"facts": ["Ada is 3',
+        '{"name": "Ada", "city": "Lis',
     ],
 )
 def test_close_truncated_nothing_salvageable(text: str) -> None:

@@ -34,6 +34,8 @@ def close_truncated(text: str) -> Any | None:
                 escaped = True
             elif ch == '"':
                 in_string = False
+                if stack and stack[-1] == "]":  # a string element of an array is done
+                    cut = (i + 1, list(stack))
             continue
         if ch == '"':
             in_string = True
