@@ -122,9 +122,12 @@ def test_reward_on_hand_written_completions(embedder: Embedder) -> None:
     # not JSON of the shape asked for: nothing at all
     assert score(reward, "Dana is a nurse.", nurse) == (0.0, 0.0, 0.0, 0.0)
     assert score(reward, '{"memories": []}', nurse) == (0.0, 0.0, 0.0, 0.0)
-    # cut off inside the list of strings: the product cannot use it either
+    # cut off inside the list of strings: the product keeps the finished facts, and
+    # so does the reward, but the format is wrong
     cut = '{"facts": ["Dana Reyes works as a nurse at a clinic in Leeds.", "Dana'
-    assert score(reward, cut, nurse) == (0.0, 0.0, 0.0, 0.0)
+    assert score(reward, cut, nurse) == (0.9, 0.0, 1.0, 1.0)
+    # cut inside its only fact: nothing finished to keep
+    assert score(reward, '{"facts": ["Dana Reyes works as a nu', nurse) == (0.0, 0.0, 0.0, 0.0)
     # words after the object: the product reads the object, but the format is wrong
     assert score(reward, gold + "\nThat is all.", nurse) == (0.9, 0.0, 1.0, 1.0)
     # a turn that states nothing: "no facts" is right
