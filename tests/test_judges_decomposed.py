@@ -415,3 +415,16 @@ def test_included_when_a_reference_holds_every_word_of_the_point(tmp_path: Path)
     assert j.accuracy(said, refs, "Ana has support from her colleagues")["included"] is True
     assert not [r for r in llm.requests if "Detail:" in r["messages"][-1]["content"]]
     assert j.accuracy(said, refs, "Ana has support from her neighbours")["included"] is False
+
+
+def test_a_negated_answer_to_a_question_about_a_dislike_is_no_contradiction(
+    tmp_path: Path,
+) -> None:
+    """An answer "does not like heavy metal" to "What music does she dislike?" has the
+    reference's words and agrees with it; elsewhere a negation next to them contradicts
+    it, and the check decides (scripted here to say no)."""
+    j = DecomposedJudges(ScoringLLM(0.01), JudgeCache(tmp_path / "c.sqlite"))
+    got = j.qa("What music does Ana dislike?", "Heavy metal", [], "Ana does not like heavy metal.")
+    assert got["verdict"] == "correct" and "(code)" in got["reason"]
+    got = j.qa("What music does Ana like?", "Heavy metal", [], "Ana does not like heavy metal.")
+    assert got["verdict"] == "hallucination"

@@ -68,6 +68,10 @@ THRESHOLDS: dict[str, float] = {
 NEAR_IN_MEANING = DEFAULT_TAU
 
 
+# a question that asks for what the person is against: a negated answer restates it
+_ASKS_DISLIKE = re.compile(r"\b(?:dislike[sd]?|hates?|avoids?)\b", re.IGNORECASE)
+
+
 def common_words(items: list[str]) -> frozenset[str]:
     """Words most items share (the person's name, in a list of their memories),
     which say nothing about which item matches."""
@@ -209,7 +213,9 @@ class DecomposedJudges:
         # spirulina" for three ingredients) leaves part out. Anything else, such as
         # "Senior Manager" for "Manager", is for the check to say.
         if want and want <= found and numbers(answer) <= numbers(prediction):
-            if not negated(prediction):
+            # a negation contradicts the reference, unless the question asks what is
+            # disliked: "does not like heavy metal" answers "What music does she dislike?"
+            if not negated(prediction) or _ASKS_DISLIKE.search(question):
                 return "correct", "the answer holds the reference's words and numbers (code)"
         elif found and found < want and numbers(prediction) <= numbers(answer):
             return "partly", "the answer gives part of the reference and nothing else (code)"
