@@ -428,3 +428,15 @@ def test_a_negated_answer_to_a_question_about_a_dislike_is_no_contradiction(
     assert got["verdict"] == "correct" and "(code)" in got["reason"]
     got = j.qa("What music does Ana like?", "Heavy metal", [], "Ana does not like heavy metal.")
     assert got["verdict"] == "hallucination"
+
+
+def test_accuracy_caps_a_label_nobody_used(tmp_path: Path) -> None:
+    """The support check passes "a personal growth advocate" when the person spoke of
+    personal growth; a label word nobody said makes it partly accurate at best. A
+    label made from a word that was said ("a hiker", from "hike") is no such label."""
+    j = DecomposedJudges(ScoringLLM(0.9), JudgeCache(tmp_path / "c.sqlite"))
+    said = ["user: Personal growth will guide me. I hike every weekend."]
+    refs = ["Ana values personal growth", "Ana hikes on weekends"]
+    got = j.accuracy(said, refs, "Ana is a personal growth advocate.")
+    assert got["score"] == 1 and "nobody said" in got["reason"]
+    assert j.accuracy(said, refs, "Ana is a hiker.")["score"] == 2

@@ -38,6 +38,8 @@ from deltamem.bench.judges.checks import (
 from deltamem.embed.base import Embedder
 from deltamem.llm.base import LLM
 from deltamem.manager.attribution import said_of_another
+from deltamem.manager.extract import unsaid_label
+from deltamem.text import stems_of
 from deltamem.train.distance import DEFAULT_TAU
 
 CANDIDATES = 3  # memories (or turns) a check is asked about, best word overlap first
@@ -290,7 +292,20 @@ class DecomposedJudges:
             other = said_of_another(memory, subject_of(memory), " ".join(own))
             if score and other:
                 score, why = 0, f"{why}; {other} (code)"
+            # a label nobody used ("a personal growth advocate" for "personal growth
+            # will guide me"): the words under it are said, so the check says yes; the
+            # manager's own rule finds the label (the -er of a said verb is said)
+            if score == 2 and self._unsaid_label(memory, own + gold):
+                score, why = 1, f"{why}; calls the person something nobody said (code)"
         return {"score": score, "included": self._included(memory, gold), "reason": why}
+
+    @staticmethod
+    def _unsaid_label(memory: str, said: list[str]) -> bool:
+        subject = subject_of(memory)
+        if not subject:
+            return False
+        kept, _ = unsaid_label(memory, subject, stems_of(" ".join(said)))
+        return kept != memory
 
     def _included(self, memory: str, gold: list[str]) -> bool:
         """HaluMem's rule: every information point of the memory has a field among
