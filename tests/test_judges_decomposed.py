@@ -381,6 +381,19 @@ def test_included_needs_a_field_for_every_point(tmp_path: Path) -> None:
     assert j2.accuracy(said, refs, "Ana is divorced.")["included"] is True
 
 
+def _included(
+    tmp_path: Path, p_yes: float, refs: list[str], said: str, memory: str
+) -> tuple[bool, list[str]]:
+    """The `included` flag of `memory`, its check scripted to P(yes) `p_yes`, and the
+    details the check was asked about."""
+    llm = ScoringLLM(p_yes)
+    j = DecomposedJudges(llm, JudgeCache(tmp_path / f"{memory}.sqlite"))
+    got = j.accuracy([f"user: {said}"], refs, memory)["included"]
+    asked = [r["messages"][-1]["content"] for r in llm.requests]
+    details = [a.split("\n")[0].removeprefix("Detail: ") for a in asked if a.startswith("Detail:")]
+    return got, details
+
+
 def test_included_asks_about_the_references_nearest_in_meaning(tmp_path: Path) -> None:
     """In a session about one topic every reference shares its word, which the word
     ranking skips; the references nearest in meaning are asked about instead of
@@ -391,12 +404,10 @@ def test_included_asks_about_the_references_nearest_in_meaning(tmp_path: Path) -
         "Ana values music for its calm",
         "Ana seeks music recommendations for her evening walks",
     ]
-    llm = ScoringLLM(0.9)
-    j = DecomposedJudges(llm, JudgeCache(tmp_path / "c.sqlite"))
     memory = "Ana finds music helps her sleep"  # cosine under 0.75 to each
-    assert j.accuracy(["user: Music helps me sleep."], refs, memory)["included"] is True
-    asked = [r for r in llm.requests if f"Detail: {memory}" in r["messages"][-1]["content"]]
-    assert asked, "the check was asked about the references nearest in meaning"
+    included, asked = _included(tmp_path, 0.9, refs, "Music helps me sleep.", memory)
+    assert included is True
+    assert memory in asked, "the check was asked about the references nearest in meaning"
 
 
 def test_included_when_a_reference_holds_every_word_of_the_point(tmp_path: Path) -> None:
@@ -409,12 +420,10 @@ def test_included_when_a_reference_holds_every_word_of_the_point(tmp_path: Path)
         "Ana likes green tea",
         "Ana runs on Sundays",
     ]
-    llm = ScoringLLM(0.01)
-    j = DecomposedJudges(llm, JudgeCache(tmp_path / "c.sqlite"))
-    said = ["user: My colleagues support me a lot."]
-    assert j.accuracy(said, refs, "Ana has support from her colleagues")["included"] is True
-    assert not [r for r in llm.requests if "Detail:" in r["messages"][-1]["content"]]
-    assert j.accuracy(said, refs, "Ana has support from her neighbours")["included"] is False
+    said = "My colleagues support me a lot."
+    included, asked = _included(tmp_path, 0.01, refs, said, "Ana has support from her colleagues")
+    assert included is True and not asked
+    assert _included(tmp_path, 0.01, refs, said, "Ana has support from her neighbours")[0] is False
 
 
 def test_a_negated_answer_to_a_question_about_a_dislike_is_no_contradiction(

@@ -81,6 +81,8 @@ def repeated_tail(tokens: Sequence[int]) -> int:
     shortest, longest = BLOCK_TOKENS
     n = len(tokens)
     for size in range(shortest, min(longest, n // REPEATS) + 1):
+        if tokens[n - 1] != tokens[n - 1 - size]:  # cheap test first: runs on every token
+            continue
         block = tokens[n - size :]
         if all(tokens[n - (k + 1) * size : n - k * size] == block for k in range(1, REPEATS)):
             return size
