@@ -7,6 +7,7 @@
     deltamem bench personamem questions_32k.csv shared_contexts_32k.jsonl --out runs/pm1
 
     deltamem bench report runs/h1
+    deltamem bench compare runs/h1 runs/h2
     deltamem bench agreement --judge local --labels bench/labels
 
 Results are logged item by item to OUT/results.jsonl (resumable with --resume);
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import typer
 
-from deltamem.bench.cli_after_run import agreement, answer, report, tables
+from deltamem.bench.cli_after_run import agreement, answer, compare, report, tables
 from deltamem.bench.cli_runs import halumem, locomo, longmemeval, membench, personamem
 
 app = typer.Typer(
@@ -40,6 +41,7 @@ for command in (
     personamem,
     report,
     tables,
+    compare,
     agreement,
 ):
     app.command()(command)

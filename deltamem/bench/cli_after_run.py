@@ -1,6 +1,6 @@
 """`deltamem bench` commands over a finished run or the judges: answer a run's
-questions again, rebuild its report, print its tables, and measure a judge's
-agreement with hand labels."""
+questions again, rebuild its report, print its tables, compare two systems'
+answers question by question, and measure a judge's agreement with hand labels."""
 
 from __future__ import annotations
 
@@ -131,6 +131,37 @@ def tables(
     if not (out / "metrics.json").exists():
         raise typer.BadParameter(f"{out / 'metrics.json'} does not exist: run a benchmark first")
     typer.echo(run_tables(out))
+
+
+def compare(
+    run_a: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="Run of system A.")],
+    run_b: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="Run of system B.")],
+    systems: Annotated[
+        str | None,
+        typer.Option(
+            "--systems",
+            help="A,B: the system to read in each run (needed where a run holds several).",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON, not Markdown.")] = False,
+) -> None:
+    """Compare two systems on the questions both answered: each figure's difference
+    with a paired bootstrap interval, and McNemar's exact test for right/wrong."""
+    import json
+
+    from deltamem.bench.paired import CompareError, compare_runs, markdown
+
+    names: list[str | None] = [None, None]
+    if systems:
+        parts = [s.strip() for s in systems.split(",")]
+        if len(parts) != 2 or not all(parts):
+            raise typer.BadParameter("--systems takes two names: A,B")
+        names = list(parts)
+    try:
+        result = compare_runs(run_a, run_b, names[0], names[1])
+    except CompareError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    typer.echo(json.dumps(result, indent=2) if as_json else markdown(result))
 
 
 def agreement(

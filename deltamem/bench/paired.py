@@ -1,0 +1,204 @@
+"""Two systems' answers to the same questions, compared question by question.
+
+A benchmark's question set is small (28 HaluMem questions for a dev user), and a
+1.5B answerer moves a few answers with any change to its prompt. A difference of
+one or two questions between two systems is then within what chance gives. This
+module pairs the two systems' records by question, counts where they differ,
+and says how sure the difference is: a paired bootstrap interval of the
+difference of the means (the questions resampled, both systems' outcomes kept
+together) and, for right/wrong outcomes, McNemar's exact test on the questions
+only one system got right.
+
+    deltamem bench compare runs/u3-deltamem runs/u3-retrieval
+    deltamem bench compare runs/h1 runs/h1 --systems deltamem,retrieval
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from deltamem.bench.log import RESULTS, read_records
+from deltamem.bench.metrics.halumem import normalise_verdict
+
+Record = dict[str, Any]
+RESAMPLES = 10_000
+LEVEL = 0.95
+
+
+class CompareError(ValueError):
+    """The two runs cannot be compared (no questions, an ambiguous system)."""
+
+
+def _halumem_correct(r: Record) -> float | None:
+    v = normalise_verdict(r.get("verdict"))
+    return None if v is None else float(v == "correct")
+
+
+def _locomo_judge(r: Record) -> float | None:
+    j = r.get("judge")
+    return None if j is None else float(bool(j))
+
+
+def _number(field: str) -> Callable[[Record], float | None]:
+    def read(r: Record) -> float | None:
+        v = r.get(field)
+        return None if v is None else float(v)
+
+    return read
+
+
+# per benchmark: (figure, how a record gives it, whether it is right/wrong)
+FIGURES: dict[str, list[tuple[str, Callable[[Record], float | None], bool]]] = {
+    "halumem": [
+        ("QA correct", _halumem_correct, True),
+        ("answer F1", _number("answer_f1"), False),
+        ("evidence coverage", _number("evidence_coverage"), False),
+    ],
+    "locomo": [
+        ("judge", _locomo_judge, True),
+        ("F1", _number("f1"), False),
+        ("evidence recall", _number("evidence_recall"), False),
+    ],
+}
+
+
+@dataclass(frozen=True)
+class Paired:
+    """One figure over the questions both systems answered."""
+
+    figure: str
+    n: int
+    a: float  # mean of system A
+    b: float  # mean of system B
+    diff: float  # b - a
+    low: float  # bootstrap interval of diff, at LEVEL
+    high: float
+    b_only: int | None = None  # right/wrong figures: questions only B got right
+    a_only: int | None = None
+    p_value: float | None = None  # McNemar's exact test (two-sided)
+
+
+def question_records(run: Path, system: str | None) -> tuple[str, dict[str, Record]]:
+    """The run's question records of one system, keyed by the question (the key
+    without the system's name), with the verdicts its judges stored."""
+    records = [r for r in read_records(run / RESULTS) if r.get("kind") == "question"]
+    judged: dict[str, Record] = {}
+    for j in read_records(run / "judgments.jsonl"):
+        judged.setdefault(str(j["key"]), {}).update(j.get("fields", {}))
+    systems = list(dict.fromkeys(str(r.get("system")) for r in records))
+    if system is None:
+        # a run answered again keeps the other systems' records unanswered
+        answered = list(
+            dict.fromkeys(str(r.get("system")) for r in records if r.get("prediction") is not None)
+        )
+        if len(answered) != 1:
+            raise CompareError(
+                f"{run} holds answers of {answered or systems}: name the system to compare"
+            )
+        system = answered[0]
+    if system not in systems:
+        raise CompareError(f"{run} holds no question of system {system!r} (it has {systems})")
+    out = {}
+    for r in records:
+        if r.get("system") == system:
+            key = str(r["key"]).split("|", 1)[1]
+            out[key] = r | judged.get(str(r["key"]), {})
+    return system, out
+
+
+def bootstrap_interval(
+    a: np.ndarray, b: np.ndarray, resamples: int = RESAMPLES, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile interval of mean(b) - mean(a), resampling the questions as pairs."""
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(a), size=(resamples, len(a)))
+    diffs = (b[picks] - a[picks]).mean(axis=1)
+    tail = (1 - LEVEL) / 2
+    low, high = np.quantile(diffs, [tail, 1 - tail])
+    return float(low), float(high)
+
+
+def mcnemar_exact(b_only: int, a_only: int) -> float:
+    """Two-sided exact McNemar p: the discordant questions as fair coin flips."""
+    from scipy.stats import binomtest
+
+    n = b_only + a_only
+    return 1.0 if n == 0 else float(binomtest(b_only, n, 0.5).pvalue)
+
+
+def pair_figure(
+    figure: str,
+    read: Callable[[Record], float | None],
+    binary: bool,
+    a: dict[str, Record],
+    b: dict[str, Record],
+) -> Paired | None:
+    keys = [k for k in a if k in b and read(a[k]) is not None and read(b[k]) is not None]
+    if not keys:
+        return None
+    xa = np.array([read(a[k]) for k in keys], dtype=float)
+    xb = np.array([read(b[k]) for k in keys], dtype=float)
+    low, high = bootstrap_interval(xa, xb)
+    extra: dict[str, Any] = {}
+    if binary:
+        b_only, a_only = int(((xb == 1) & (xa == 0)).sum()), int(((xa == 1) & (xb == 0)).sum())
+        extra = {"b_only": b_only, "a_only": a_only, "p_value": mcnemar_exact(b_only, a_only)}
+    return Paired(
+        figure,
+        len(keys),
+        float(xa.mean()),
+        float(xb.mean()),
+        float(xb.mean() - xa.mean()),
+        low,
+        high,
+        **extra,
+    )
+
+
+def benchmark_of(records: Sequence[Record]) -> str:
+    return "locomo" if any("category" in r for r in records) else "halumem"
+
+
+def compare_runs(
+    run_a: Path, run_b: Path, system_a: str | None = None, system_b: str | None = None
+) -> dict[str, Any]:
+    """Every paired figure of system A (in run_a) against system B (in run_b)."""
+    name_a, a = question_records(run_a, system_a)
+    name_b, b = question_records(run_b, system_b)
+    if not set(a) & set(b):
+        raise CompareError("the two runs share no question")
+    bench = benchmark_of(list(a.values()))
+    rows = [pair_figure(f, read, binary, a, b) for f, read, binary in FIGURES[bench]]
+    return {
+        "benchmark": bench,
+        "a": {"run": str(run_a), "system": name_a},
+        "b": {"run": str(run_b), "system": name_b},
+        "level": LEVEL,
+        "resamples": RESAMPLES,
+        "figures": [asdict(r) for r in rows if r is not None],
+    }
+
+
+def markdown(result: dict[str, Any]) -> str:
+    a, b = result["a"], result["b"]
+    level = round(result["level"] * 100)
+    lines = [
+        f"A = `{a['system']}` ({a['run']}), B = `{b['system']}` ({b['run']})",
+        "",
+        f"| figure | n | A | B | B − A | {level}% interval | only B right | only A right "
+        "| McNemar p |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result["figures"]:
+        binary = r["p_value"] is not None
+        lines.append(
+            f"| {r['figure']} | {r['n']} | {r['a']:.3f} | {r['b']:.3f} | {r['diff']:+.3f} "
+            f"| {r['low']:+.3f} … {r['high']:+.3f} "
+            + (f"| {r['b_only']} | {r['a_only']} | {r['p_value']:.2f} |" if binary else "| | | |")
+        )
+    return "\n".join(lines)
