@@ -100,12 +100,12 @@ def test_halumem_runs_pair_by_question_with_the_judges_verdicts(tmp_path: Path) 
 
 
 def test_locomo_runs_are_read_by_their_judge_and_f1(tmp_path: Path) -> None:
-    def q(system: str, i: int, judge: bool, f1: float) -> dict:
+    def q(system: str, i: int, judge: bool, f1: float, category: int = 1) -> dict:
         return {
             "key": f"{system}|conv-1|qa|{i}",
             "kind": "question",
             "system": system,
-            "category": "1",
+            "category": category,
             "prediction": "x",
             "judge": judge,
             "f1": f1,
@@ -115,7 +115,9 @@ def test_locomo_runs_are_read_by_their_judge_and_f1(tmp_path: Path) -> None:
     run = write_run(
         tmp_path / "r",
         [q("deltamem", i, True, 0.5) for i in range(3)]
-        + [q("retrieval", i, i == 0, 0.5) for i in range(3)],
+        + [q("retrieval", i, i == 0, 0.5) for i in range(3)]
+        # adversarial questions are not in LoCoMo's headline figures, nor here
+        + [q(s, 9, False, 0.0, category=5) for s in ("deltamem", "retrieval")],
     )
     with pytest.raises(CompareError, match="name the system"):
         compare_runs(run, run)
