@@ -145,3 +145,31 @@ def test_compare_command(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["compare", str(a), str(b), "--systems", "deltamem"])
     assert res.exit_code != 0
     assert "two names" in res.output
+
+
+def test_two_users_pool_their_questions(tmp_path: Path) -> None:
+    def run(name: str, system: str, user: str, verdicts: list[str]) -> Path:
+        recs = [
+            halumem_q(system, i, 0.5) | {"key": f"{system}|{user}|0|question|{i}"}
+            for i in range(len(verdicts))
+        ]
+        judged = {f"{system}|{user}|0|question|{i}": v for i, v in enumerate(verdicts)}
+        return write_run(tmp_path / name, recs, judged)
+
+    a0 = run("a0", "deltamem", "u0", ["correct", "correct"])
+    b0 = run("b0", "retrieval", "u0", ["correct", "omission"])
+    a3 = run("a3", "deltamem", "u3", ["omission", "correct", "correct"])
+    b3 = run("b3", "retrieval", "u3", ["correct", "correct", "omission"])
+    result = compare_runs([a0, a3], [b0, b3])
+    qa = result["figures"][0]
+    # question 0 of both users has the same index: the user in the key keeps them apart
+    assert (qa["n"], qa["b_only"], qa["a_only"]) == (5, 1, 2)
+    assert result["a"]["runs"] == [str(a0), str(a3)]
+    res = CliRunner().invoke(app, ["compare", str(a0), str(b0), str(a3), str(b3)])
+    assert res.exit_code == 0, res.output
+    assert "| QA correct | 5 | 0.800 | 0.600 | -0.200 |" in res.output
+    res = CliRunner().invoke(app, ["compare", str(a0), str(b0), str(a3)])
+    assert res.exit_code != 0
+    assert "in pairs" in res.output
+    with pytest.raises(CompareError, match="share no question"):
+        compare_runs([a0], [b3])

@@ -134,8 +134,14 @@ def tables(
 
 
 def compare(
-    run_a: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="Run of system A.")],
-    run_b: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="Run of system B.")],
+    runs: Annotated[
+        list[Path],
+        typer.Argument(
+            exists=True,
+            file_okay=False,
+            help="A run of system A, then one of B; more A B pairs (another user) are pooled.",
+        ),
+    ],
     systems: Annotated[
         str | None,
         typer.Option(
@@ -146,7 +152,8 @@ def compare(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON, not Markdown.")] = False,
 ) -> None:
     """Compare two systems on the questions both answered: each figure's difference
-    with a paired bootstrap interval, and McNemar's exact test for right/wrong."""
+    with a paired bootstrap interval, and McNemar's exact test for right/wrong.
+    Runs come in A B pairs; several pairs (two users) are pooled."""
     import json
 
     from deltamem.bench.paired import CompareError, compare_runs, markdown
@@ -157,8 +164,10 @@ def compare(
         if len(parts) != 2 or not all(parts):
             raise typer.BadParameter("--systems takes two names: A,B")
         names = list(parts)
+    if len(runs) % 2:
+        raise typer.BadParameter("give the runs in pairs: A B [A B ...]")
     try:
-        result = compare_runs(run_a, run_b, names[0], names[1])
+        result = compare_runs(runs[0::2], runs[1::2], names[0], names[1])
     except CompareError as exc:
         raise typer.BadParameter(str(exc)) from exc
     typer.echo(json.dumps(result, indent=2) if as_json else markdown(result))

@@ -11,6 +11,7 @@ only one system got right.
 
     deltamem bench compare runs/u3-deltamem runs/u3-retrieval
     deltamem bench compare runs/h1 runs/h1 --systems deltamem,retrieval
+    deltamem bench compare runs/u0-dm runs/u0-rt runs/u3-dm runs/u3-rt   # pooled
 """
 
 from __future__ import annotations
@@ -172,19 +173,39 @@ def benchmark_of(records: Sequence[Record]) -> str:
 
 
 def compare_runs(
-    run_a: Path, run_b: Path, system_a: str | None = None, system_b: str | None = None
+    run_a: Path | Sequence[Path],
+    run_b: Path | Sequence[Path],
+    system_a: str | None = None,
+    system_b: str | None = None,
 ) -> dict[str, Any]:
-    """Every paired figure of system A (in run_a) against system B (in run_b)."""
-    name_a, a = question_records(run_a, system_a)
-    name_b, b = question_records(run_b, system_b)
-    if not set(a) & set(b):
-        raise CompareError("the two runs share no question")
-    bench = benchmark_of(list(a.values()))
+    """Every paired figure of system A (in run_a) against system B (in run_b).
+    Several runs a side (two users, two conversations: run_a[i] beside run_b[i])
+    pool their questions: a question's key names its user or conversation."""
+    runs_a = [run_a] if isinstance(run_a, Path) else list(run_a)
+    runs_b = [run_b] if isinstance(run_b, Path) else list(run_b)
+    if len(runs_a) != len(runs_b) or not runs_a:
+        raise CompareError("give as many runs of B as of A")
+    a: dict[str, Record] = {}
+    b: dict[str, Record] = {}
+    names_a, names_b = set(), set()
+    for ra, rb in zip(runs_a, runs_b, strict=True):
+        name_a, qa = question_records(ra, system_a)
+        name_b, qb = question_records(rb, system_b)
+        if not set(qa) & set(qb):
+            raise CompareError(f"{ra} and {rb} share no question")
+        names_a.add(name_a)
+        names_b.add(name_b)
+        a.update(qa)
+        b.update(qb)
+    benches = {benchmark_of(list(a.values())), benchmark_of(list(b.values()))}
+    if len(benches) != 1:
+        raise CompareError("the runs are of different benchmarks")
+    bench = benches.pop()
     rows = [pair_figure(f, read, binary, a, b) for f, read, binary in FIGURES[bench]]
     return {
         "benchmark": bench,
-        "a": {"run": str(run_a), "system": name_a},
-        "b": {"run": str(run_b), "system": name_b},
+        "a": {"runs": [str(r) for r in runs_a], "system": ", ".join(sorted(names_a))},
+        "b": {"runs": [str(r) for r in runs_b], "system": ", ".join(sorted(names_b))},
         "level": LEVEL,
         "resamples": RESAMPLES,
         "figures": [asdict(r) for r in rows if r is not None],
@@ -195,7 +216,8 @@ def markdown(result: dict[str, Any]) -> str:
     a, b = result["a"], result["b"]
     level = round(result["level"] * 100)
     lines = [
-        f"A = `{a['system']}` ({a['run']}), B = `{b['system']}` ({b['run']})",
+        f"A = `{a['system']}` ({', '.join(a['runs'])}), "
+        f"B = `{b['system']}` ({', '.join(b['runs'])})",
         "",
         f"| figure | n | A | B | B − A | {level}% interval | only B right | only A right "
         "| McNemar p |",
