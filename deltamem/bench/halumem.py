@@ -32,7 +32,7 @@ from deltamem.answer import Answerer
 from deltamem.bench.answering import as_search_hits, error_text
 from deltamem.bench.datasets import BenchSession
 from deltamem.bench.datasets import halumem as ds
-from deltamem.bench.log import RESULTS, ResultLog, write_usage
+from deltamem.bench.log import RESULTS, ResultLog, judged_records, write_usage
 from deltamem.bench.metrics import halumem as hm
 from deltamem.bench.metrics.common import mean
 from deltamem.bench.metrics.cost import cost_metrics
@@ -320,13 +320,6 @@ def retrieval_metrics(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def apply_judgments(
-    records: list[dict[str, Any]], judgments: dict[str, dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """Records with the verdict fields a judge stored for their key."""
-    return [r | judgments.get(str(r.get("key")), {}) for r in records]
-
-
 def metrics_for(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     agg = hm.aggregate(records)
     return {
@@ -341,13 +334,7 @@ def metrics_for(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def write_metrics(out: Path) -> dict[str, Any]:
     """metrics.json from results.jsonl (and judgments.jsonl where judges ran)."""
-    from deltamem.bench.log import read_records
-
-    records = list(read_records(out / RESULTS))
-    judged: dict[str, dict[str, Any]] = {}
-    for j in read_records(out / "judgments.jsonl"):
-        judged.setdefault(str(j["key"]), {}).update(j.get("fields", {}))
-    records = apply_judgments(records, judged)
+    records = judged_records(out)
     systems = list(dict.fromkeys(str(r["system"]) for r in records if "system" in r))
     metrics = {s: metrics_for([r for r in records if r.get("system") == s]) for s in systems}
     (out / METRICS).write_text(json.dumps(metrics, indent=2), encoding="utf-8")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = "results.jsonl"
+JUDGMENTS = "judgments.jsonl"
 LOCK = ".lock"
 
 
@@ -60,6 +61,15 @@ def read_records(path: Path) -> Iterator[dict[str, Any]]:
                 continue
             if isinstance(rec, dict):
                 yield rec
+
+
+def judged_records(out: Path) -> list[dict[str, Any]]:
+    """A run's records, each with the verdict fields its judges stored for its key
+    in OUT/judgments.jsonl (HaluMem's judges write there, not into the records)."""
+    judged: dict[str, dict[str, Any]] = {}
+    for j in read_records(out / JUDGMENTS):
+        judged.setdefault(str(j["key"]), {}).update(j.get("fields", {}))
+    return [r | judged.get(str(r.get("key")), {}) for r in read_records(out / RESULTS)]
 
 
 class ResultLog:

@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from deltamem.bench.log import RESULTS, read_records
+from deltamem.bench.log import judged_records
 from deltamem.bench.metrics.halumem import normalise_verdict
+from deltamem.bench.metrics.locomo import HEADLINE_CATEGORIES
 
 Record = dict[str, Any]
 RESAMPLES = 10_000
@@ -87,10 +88,7 @@ class Paired:
 def question_records(run: Path, system: str | None) -> tuple[str, dict[str, Record]]:
     """The run's question records of one system, keyed by the question (the key
     without the system's name), with the verdicts its judges stored."""
-    records = [r for r in read_records(run / RESULTS) if r.get("kind") == "question"]
-    judged: dict[str, Record] = {}
-    for j in read_records(run / "judgments.jsonl"):
-        judged.setdefault(str(j["key"]), {}).update(j.get("fields", {}))
+    records = [r for r in judged_records(run) if r.get("kind") == "question"]
     systems = list(dict.fromkeys(str(r.get("system")) for r in records))
     if system is None:
         # a run answered again keeps the other systems' records unanswered
@@ -104,18 +102,15 @@ def question_records(run: Path, system: str | None) -> tuple[str, dict[str, Reco
         system = answered[0]
     if system not in systems:
         raise CompareError(f"{run} holds no question of system {system!r} (it has {systems})")
-    out = {}
-    for r in records:
-        # LoCoMo's headline figures leave out category 5 (adversarial): so does this
-        if r.get("system") == system and not _off_headline(r):
-            key = str(r["key"]).split("|", 1)[1]
-            out[key] = r | judged.get(str(r["key"]), {})
-    return system, out
+    # LoCoMo's headline figures leave out category 5 (adversarial): so does this
+    return system, {
+        str(r["key"]).split("|", 1)[1]: r
+        for r in records
+        if r.get("system") == system and not _off_headline(r)
+    }
 
 
 def _off_headline(r: Record) -> bool:
-    from deltamem.bench.metrics.locomo import HEADLINE_CATEGORIES
-
     return "category" in r and r["category"] not in HEADLINE_CATEGORIES
 
 
@@ -146,11 +141,11 @@ def pair_figure(
     a: dict[str, Record],
     b: dict[str, Record],
 ) -> Paired | None:
-    keys = [k for k in a if k in b and read(a[k]) is not None and read(b[k]) is not None]
-    if not keys:
+    pairs = [(read(a[k]), read(b[k])) for k in a if k in b]
+    both = [(x, y) for x, y in pairs if x is not None and y is not None]
+    if not both:
         return None
-    xa = np.array([read(a[k]) for k in keys], dtype=float)
-    xb = np.array([read(b[k]) for k in keys], dtype=float)
+    xa, xb = np.array(both, dtype=float).T
     low, high = bootstrap_interval(xa, xb)
     extra: dict[str, Any] = {}
     if binary:
@@ -158,7 +153,7 @@ def pair_figure(
         extra = {"b_only": b_only, "a_only": a_only, "p_value": mcnemar_exact(b_only, a_only)}
     return Paired(
         figure,
-        len(keys),
+        len(both),
         float(xa.mean()),
         float(xb.mean()),
         float(xb.mean() - xa.mean()),

@@ -24,13 +24,12 @@ from typing import Any
 
 from deltamem.answer import Answerer, Order
 from deltamem.bench.answering import as_search_hits, error_text
-from deltamem.bench.log import RESULTS, ResultLog, read_records
+from deltamem.bench.log import JUDGMENTS, RESULTS, ResultLog, read_records
 from deltamem.bench.metrics import locomo as lm
 from deltamem.bench.systems.base import Retrieved
 from deltamem.llm.base import LLM
 
 MANIFEST = "answered.json"  # in the new run: where its answers came from
-JUDGMENTS = "judgments.jsonl"
 
 
 @dataclass

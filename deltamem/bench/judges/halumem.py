@@ -19,10 +19,9 @@ from typing import Any
 from deltamem.bench.datasets import halumem as ds
 from deltamem.bench.judges.base import CACHE, JudgeCache
 from deltamem.bench.judges.sets import JudgeSet, make_judges
-from deltamem.bench.log import RESULTS, read_records
+from deltamem.bench.log import JUDGMENTS, RESULTS, read_records
 from deltamem.llm.base import LLM
 
-JUDGMENTS = "judgments.jsonl"
 # which judge scores which kind of record
 KIND_OF_JUDGE = {
     "point": "integrity",
