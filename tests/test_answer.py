@@ -10,6 +10,7 @@ import pytest
 
 from deltamem.answer import Answerer, asked_thing, unmentioned
 from deltamem.types import MemoryItem, SearchHit
+from deltamem.yesno import is_yes_no, restates, without_restated_premise
 from tests.fakes import ScriptedLLM
 
 AT = datetime(2031, 3, 11, tzinfo=UTC)
@@ -92,4 +93,151 @@ def test_the_note_is_in_the_prompt_only_when_the_thing_is_unmentioned() -> None:
     plain = answerer.prompt("Who are Sarah Garcia's friends?", hits, asked_at=AT)[1]["content"]
     assert (
         "not known from memory unless" not in plain and "Today is 2031-03-11.\nQuestion:" in plain
+    )
+
+
+# -- a "Yes" the model gives unsurely -------------------------------------------------
+
+
+class ScoringLLM(ScriptedLLM):
+    """Scripted replies, and P("yes" first) scripted for every scoring call."""
+
+    def __init__(self, p_yes: float, replies: list[str]) -> None:
+        super().__init__(replies)
+        self.p = p_yes
+        self.scored = 0
+
+    def _options(self, messages, options, *, timeout):  # type: ignore[no-untyped-def]
+        import math
+
+        from deltamem.llm.base import Completion
+
+        self.scored += 1
+        return {"yes": math.log(self.p), "no": math.log(1 - self.p)}, Completion("", 10, 0)
+
+
+ROMCOM = "Did Sarah Garcia express a liking for romantic comedies on Sep 06, 2025?"
+DISLIKE = [
+    hit("Sarah Garcia does not like to watch romantic comedies; she finds them predictable.")
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "yes_no"),
+    [
+        (ROMCOM, True),
+        ("Would Melanie go on another roadtrip soon?", True),
+        ("Is Priya engaged?", True),
+        ("Would Melanie be more interested in a national park or a theme park?", False),
+        ("Where does Priya live now?", False),
+        ("What music does she dislike?", False),
+    ],
+)
+def test_yes_no_questions_are_told_apart(question: str, yes_no: bool) -> None:
+    assert is_yes_no(question) is yes_no
+
+
+@pytest.mark.parametrize(
+    ("reply", "answer"),
+    [
+        # the question said back after the "No" contradicts it: only the "No" stays
+        (
+            "No, Sarah Garcia expressed a liking for romantic comedies on Sep 06, 2025.",
+            "No.",
+        ),
+        # ... and what follows it stays
+        (
+            "No, Sarah Garcia expressed a liking for romantic comedies on Sep 06, 2025. "
+            "She finds them predictable.",
+            "No. She finds them predictable.",
+        ),
+        # a correction is kept whole
+        (
+            "No, Sarah Garcia does not like romantic comedies.",
+            "No, Sarah Garcia does not like romantic comedies.",
+        ),
+        ("Yes, she did.", "No."),
+        ("She dislikes them.", "No. She dislikes them."),
+    ],
+)
+def test_a_no_keeps_what_does_not_say_the_question_again(reply: str, answer: str) -> None:
+    assert without_restated_premise(ROMCOM, reply) == answer
+
+
+def test_word_order_tells_a_correction_from_the_question() -> None:
+    q = "Did Sarah Garcia express a preference for spicy Thai dishes over authentic ones?"
+    assert restates(
+        q, "Sarah Garcia expressed a preference for spicy Thai dishes over authentic ones."
+    )
+    assert not restates(
+        q, "Sarah Garcia expressed a preference for authentic Thai dishes over spicy ones."
+    )
+    # negated as often as the question: "hadn't received" is the question's own
+    q2 = "Would Caroline still want to pursue counseling if she hadn't received support?"
+    assert restates(
+        q2, "Caroline would still want to pursue counseling if she hadn't received support."
+    )
+
+
+def test_an_unsure_yes_is_asked_again_as_a_no() -> None:
+    llm = ScoringLLM(
+        0.6,
+        [
+            "Yes, Sarah Garcia expressed a liking for romantic comedies.",
+            "No, she does not like romantic comedies: she finds them predictable.",
+        ],
+    )
+    got = Answerer(llm).answer(ROMCOM, DISLIKE, asked_at=AT)
+    assert got.text == "No, she does not like romantic comedies: she finds them predictable."
+    assert llm.scored == 1
+    first, second = (r["messages"][1]["content"] for r in llm.requests)
+    assert "do not state" not in first and "do not state" in second
+
+
+def test_a_sure_yes_stands() -> None:
+    llm = ScoringLLM(0.9, ["Yes, she likes them."])
+    assert Answerer(llm).answer(ROMCOM, DISLIKE, asked_at=AT).text == "Yes, she likes them."
+    assert llm.scored == 1 and len(llm.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("question", "reply"),
+    [
+        (ROMCOM, "No, she dislikes them."),  # a "No" is not checked
+        ("What does Sarah think of romantic comedies?", "Yes, she dislikes them."),
+    ],
+)
+def test_only_a_yes_to_a_yes_no_question_is_checked(question: str, reply: str) -> None:
+    llm = ScoringLLM(0.1, [reply])
+    assert Answerer(llm).answer(question, DISLIKE, asked_at=AT).text == reply
+    assert llm.scored == 0
+
+
+def test_models_that_cannot_score_options_keep_their_yes() -> None:
+    llm = ScriptedLLM(["Yes, she likes them."])
+    assert not llm.scores_options
+    assert Answerer(llm).answer(ROMCOM, DISLIKE, asked_at=AT).text == "Yes, she likes them."
+    # and the check can be turned off
+    scoring = ScoringLLM(0.1, ["Yes, she likes them."])
+    assert Answerer(scoring, yes_cut=None).answer(ROMCOM, DISLIKE, asked_at=AT).text == (
+        "Yes, she likes them."
+    )
+    assert scoring.scored == 0
+
+
+def test_a_no_that_says_the_question_again_keeps_only_the_no() -> None:
+    """Without any check: the model's "No" is its answer, the premise said after it
+    contradicts it (the embedded 1.5B, asked of a person who moved Bergen → Oslo)."""
+    llm = ScriptedLLM(["No, Ola moved from Oslo to Bergen."])
+    got = Answerer(llm).answer("Did Ola move from Oslo to Bergen?", DISLIKE, asked_at=AT)
+    assert got.text == "No."
+    # a correction differs in a word, and stays; a restatement without the date goes
+    q = "Did Martin's perception of wrestling remain negative after the event on May 31, 2030?"
+    kept = "No, Martin's perception of wrestling remained positive after the event."
+    assert without_restated_premise(q, kept) == kept
+    assert (
+        without_restated_premise(
+            q, "No, Martin's perception of wrestling remained negative after the event."
+        )
+        == "No."
     )

@@ -449,3 +449,28 @@ def test_accuracy_caps_a_label_nobody_used(tmp_path: Path) -> None:
     got = j.accuracy(said, refs, "Ana is a personal growth advocate.")
     assert got["score"] == 1 and "nobody said" in got["reason"]
     assert j.accuracy(said, refs, "Ana is a hiker.")["score"] == 2
+
+
+def test_a_hedged_reference_has_its_yes_or_no(tmp_path: Path) -> None:
+    """LoCoMo writes "Likely no; ..." for a reference: a "Yes" is then the other word,
+    whatever a lenient check says of the topic (it passed "Yes, Melanie would go on
+    another roadtrip soon" against "Likely no; since this one went badly")."""
+    llm = ScoringLLM(0.9)
+    j = DecomposedJudges(llm, JudgeCache(tmp_path / "c.sqlite"))
+    q = "Would Melanie go on another roadtrip soon?"
+    ref = "Likely no; since this one went badly"
+    assert j.locomo(q, ref, "Yes, Melanie would go on another roadtrip soon.")["label"] == "WRONG"
+    assert j.locomo(q, "LIkely no", "No.")["label"] == "CORRECT"
+    assert llm.requests == []  # both settled in code
+
+
+def test_the_bare_word_answers_a_yes_no_question(tmp_path: Path) -> None:
+    """"No." for "No, she prefers authentic dishes": the question is answered and nothing
+    is claimed beyond it, as "No, he did not abandon them" for "No, he embraced them"."""
+    llm = ScoringLLM(0.1)
+    j = DecomposedJudges(llm, JudgeCache(tmp_path / "c.sqlite"))
+    q = "Did Sarah prefer spicy Thai dishes over authentic ones?"
+    ref = "No, she prefers authentic Thai dishes over spicy ones."
+    assert j.qa(q, ref, [], "No.")["verdict"] == "correct"
+    assert j.qa(q, ref, [], "Yes.")["verdict"] == "hallucination"
+    assert llm.requests == []

@@ -67,7 +67,10 @@ _YES_NO_QUESTION = re.compile(
     r"^\s*(did|does|do|is|was|were|are|has|have|had|can|could|will|would|should)\b",
     re.IGNORECASE,
 )
-_POLAR = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
+# LoCoMo's references hedge: "Likely no; since this one went badly"
+_POLAR = re.compile(
+    r"^\W*(?:(?:most\s+)?(?:likely|probably)[\s,;:]+)?(yes|no)\b", re.IGNORECASE
+)
 
 
 def polarity(question: str, text: str) -> str | None:
@@ -80,8 +83,10 @@ def polarity(question: str, text: str) -> str | None:
 
 def restates(question: str, answer: str, *, negative: bool) -> bool:
     """After its yes or no, the answer only says the question again (no word or number
-    of its own), negated for a no and not negated for a yes."""
+    of its own), negated for a no and not negated for a yes; or says nothing more."""
     rest = _POLAR.sub("", answer, count=1)
+    if not content(rest) and not numbers(rest):
+        return True  # the bare word: "No."
     if not content(rest) <= content(question) or not numbers(rest) <= numbers(question):
         return False
     return negated(rest) == negative
