@@ -465,7 +465,7 @@ def test_a_hedged_reference_has_its_yes_or_no(tmp_path: Path) -> None:
 
 
 def test_the_bare_word_answers_a_yes_no_question(tmp_path: Path) -> None:
-    """"No." for "No, she prefers authentic dishes": the question is answered and nothing
+    """ "No." for "No, she prefers authentic dishes": the question is answered and nothing
     is claimed beyond it, as "No, he did not abandon them" for "No, he embraced them"."""
     llm = ScoringLLM(0.1)
     j = DecomposedJudges(llm, JudgeCache(tmp_path / "c.sqlite"))

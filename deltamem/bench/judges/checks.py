@@ -68,9 +68,7 @@ _YES_NO_QUESTION = re.compile(
     re.IGNORECASE,
 )
 # LoCoMo's references hedge: "Likely no; since this one went badly"
-_POLAR = re.compile(
-    r"^\W*(?:(?:most\s+)?(?:likely|probably)[\s,;:]+)?(yes|no)\b", re.IGNORECASE
-)
+_POLAR = re.compile(r"^\W*(?:(?:most\s+)?(?:likely|probably)[\s,;:]+)?(yes|no)\b", re.IGNORECASE)
 
 
 def polarity(question: str, text: str) -> str | None:
