@@ -4,6 +4,7 @@ code around it; every path also has a test with the real engine."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -55,6 +56,24 @@ class ScriptedLLM(LLM):
         text = reply if isinstance(reply, str) else json.dumps(reply)
         prompt = sum(len(m["content"]) for m in messages) // 4
         return Completion(text=text, prompt_tokens=prompt, completion_tokens=len(text) // 4)
+
+
+class ScoringLLM(ScriptedLLM):
+    """A scripted model that scores options: P("yes" first) is `p` for every scoring
+    call, which is recorded in `requests` with its options."""
+
+    def __init__(self, p_yes: float, replies: list[Reply] | None = None) -> None:
+        super().__init__(replies)
+        self.p = p_yes
+
+    @property
+    def scored(self) -> int:
+        return sum("options" in r for r in self.requests)
+
+    def _options(self, messages, options, *, timeout):  # type: ignore[no-untyped-def]
+        self.requests.append({"messages": messages, "options": options})
+        scores = {"yes": math.log(self.p), "no": math.log(1 - self.p)}
+        return scores, Completion("", 10, 0)
 
 
 # the manager strategy whose reply is one list of operations (what `ops` scripts)

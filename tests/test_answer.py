@@ -11,7 +11,7 @@ import pytest
 from deltamem.answer import Answerer, asked_thing, unmentioned
 from deltamem.types import MemoryItem, SearchHit
 from deltamem.yesno import is_yes_no, restates, without_restated_premise
-from tests.fakes import ScriptedLLM
+from tests.fakes import ScoringLLM, ScriptedLLM
 
 AT = datetime(2031, 3, 11, tzinfo=UTC)
 
@@ -99,23 +99,6 @@ def test_the_note_is_in_the_prompt_only_when_the_thing_is_unmentioned() -> None:
 # -- a "Yes" the model gives unsurely -------------------------------------------------
 
 
-class ScoringLLM(ScriptedLLM):
-    """Scripted replies, and P("yes" first) scripted for every scoring call."""
-
-    def __init__(self, p_yes: float, replies: list[str]) -> None:
-        super().__init__(replies)
-        self.p = p_yes
-        self.scored = 0
-
-    def _options(self, messages, options, *, timeout):  # type: ignore[no-untyped-def]
-        import math
-
-        from deltamem.llm.base import Completion
-
-        self.scored += 1
-        return {"yes": math.log(self.p), "no": math.log(1 - self.p)}, Completion("", 10, 0)
-
-
 ROMCOM = "Did Sarah Garcia express a liking for romantic comedies on Sep 06, 2025?"
 DISLIKE = [
     hit("Sarah Garcia does not like to watch romantic comedies; she finds them predictable.")
@@ -190,14 +173,14 @@ def test_an_unsure_yes_is_asked_again_as_a_no() -> None:
     got = Answerer(llm).answer(ROMCOM, DISLIKE, asked_at=AT)
     assert got.text == "No, she does not like romantic comedies: she finds them predictable."
     assert llm.scored == 1
-    first, second = (r["messages"][1]["content"] for r in llm.requests)
+    first, second = (r["messages"][1]["content"] for r in llm.requests if "options" not in r)
     assert "do not state" not in first and "do not state" in second
 
 
 def test_a_sure_yes_stands() -> None:
     llm = ScoringLLM(0.9, ["Yes, she likes them."])
     assert Answerer(llm).answer(ROMCOM, DISLIKE, asked_at=AT).text == "Yes, she likes them."
-    assert llm.scored == 1 and len(llm.requests) == 1
+    assert llm.scored == 1 and len(llm.requests) == 2  # the answer, then its scoring
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import ScriptedLLM
+from fakes import ScoringLLM, ScriptedLLM
 
 from deltamem.bench.judges.base import JudgeCache
 from deltamem.bench.judges.checks import abstains, days, other_day, polarity, ranked, restates
@@ -129,23 +129,6 @@ def test_part_of_a_list_is_an_omission_for_halumem_and_right_for_locomo(tmp_path
     assert j.qa(q, ref, [], "Adventure films.")["verdict"] == "omission"
     assert j.locomo(q, ref, "Adventure films.")["label"] == "CORRECT"
     assert j.qa(q, ref, [], "Comedies.")["verdict"] == "hallucination"
-
-
-class ScoringLLM(ScriptedLLM):
-    """A model that scores options: P(yes) is scripted per call."""
-
-    def __init__(self, p_yes: float) -> None:
-        super().__init__()
-        self.p = p_yes
-
-    def _options(self, messages, options, *, timeout):  # type: ignore[no-untyped-def]
-        import math
-
-        from deltamem.llm.base import Completion
-
-        self.requests.append({"messages": messages, "options": options})
-        scores = {"yes": math.log(self.p), "no": math.log(1 - self.p)}
-        return scores, Completion("", 10, 0)
 
 
 def test_a_yes_no_answer_with_the_references_word_has_its_own_cut(tmp_path: Path) -> None:
