@@ -224,3 +224,18 @@ def test_a_no_that_says_the_question_again_keeps_only_the_no() -> None:
         )
         == "No."
     )
+
+
+def test_a_name_of_the_person_no_item_gives_is_not_asked_of_the_model() -> None:
+    """Told that no item gives his middle name, the 1.5B still answered "Martin's middle
+    name is Mark" (4 of 36 such questions in the dev runs): such a name is not known,
+    and the model is not asked."""
+    llm = ScriptedLLM(["Martin's middle name is Mark."])
+    hits = [hit("Martin Mark is a senior director."), hit("Martin Mark's friend is Joshua.")]
+    got = Answerer(llm).answer("What is Martin's middle name as of March 23, 2032?", hits)
+    assert got.text == "Not known from memory: no item gives the middle name."
+    assert llm.requests == []
+    # a name of something else keeps the note, and the model answers: an item may name
+    # the thing in other words ("her puppy Rex" for the dog)
+    got = Answerer(llm).answer("What is the name of Sarah's dog?", [hit("Sarah's puppy is Rex.")])
+    assert got.text == "Martin's middle name is Mark." and len(llm.requests) == 1
