@@ -63,10 +63,8 @@ class Replayed:
     def scores_options(self) -> bool:
         return self.llm.scores_options
 
-    def option_logprobs(
-        self, messages: list[ChatMessage], options: list[str], *, purpose: str
-    ) -> dict[str, float]:
-        return self.llm.option_logprobs(messages, options, purpose=purpose)
+    def p_yes(self, messages: list[ChatMessage], *, purpose: str) -> float:
+        return self.llm.p_yes(messages, purpose=purpose)
 
     def complete(self, messages: list[ChatMessage], **kwargs: Any) -> str:
         reply = self.replies.get(json.dumps(messages))

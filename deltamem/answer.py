@@ -5,7 +5,6 @@ manager missed can still be read in the user's own words."""
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -87,6 +86,7 @@ class Asked:
     thing: str  # "middle name"
     needed: list[str]  # the stems an item must hold to mention it: ["middl"]
     a_name: bool  # the answer is a name ("middle name", "the name of her dog")
+    own_name: bool = False  # one of the person's own names ("middle name")
 
 
 def asked_thing(question: str) -> Asked | None:
@@ -102,10 +102,17 @@ def asked_thing(question: str) -> Asked | None:
         return None
     if m.group("name_of"):
         return Asked(f"name of the {thing}", needed, a_name=True)
-    return Asked(thing, needed, a_name=stem("name") in stems)
+    a_name = stem("name") in stems
+    return Asked(thing, needed, a_name=a_name, own_name=a_name)
 
 
 def unmentioned(question: str, hits: list[SearchHit]) -> str | None:
+    """The thing of `unmentioned_name` ("middle name"), or None."""
+    asked = unmentioned_name(question, hits)
+    return asked.thing if asked else None
+
+
+def unmentioned_name(question: str, hits: list[SearchHit]) -> Asked | None:
     """The name the question asks for when no retrieved item mentions it with all
     its words (none says "middle" beside "name"). A 1.5B answerer asked for a
     middle name answers with any name among its items (a friend's, a colleague's);
@@ -118,7 +125,7 @@ def unmentioned(question: str, hits: list[SearchHit]) -> str | None:
         return None
     if any(set(asked.needed) <= stems_of(h.memory.content) for h in hits):
         return None
-    return asked.thing
+    return asked
 
 
 class Answer(BaseModel):
@@ -154,10 +161,19 @@ class Answerer:
         *,
         not_yes: bool = False,
     ) -> list[dict[str, str]]:
+        return self._prompt(question, hits, asked_at, unmentioned_name(question, hits), not_yes)
+
+    def _prompt(
+        self,
+        question: str,
+        hits: list[SearchHit],
+        asked_at: datetime | None,
+        unnamed: Asked | None,
+        not_yes: bool = False,
+    ) -> list[dict[str, str]]:
         facts, excerpts = memory_lines(hits, self.order)
         today = f"Today is {asked_at:%Y-%m-%d}." if asked_at else ""
-        thing = unmentioned(question, hits)
-        note = _UNMENTIONED.substitute(thing=thing).strip() if thing else ""
+        note = _UNMENTIONED.substitute(thing=unnamed.thing).strip() if unnamed else ""
         user = self._user.substitute(
             order=ORDER_NOTE[self.order],
             facts="\n".join(facts) if facts else "(none)",
@@ -170,17 +186,18 @@ class Answerer:
     def answer(
         self, question: str, hits: list[SearchHit], asked_at: datetime | None = None
     ) -> Answer:
-        thing = unmentioned(question, hits)
-        if thing is not None and thing.endswith(" name"):
+        unnamed = unmentioned_name(question, hits)
+        if unnamed is not None and unnamed.own_name:
             # one of the person's own names ("middle name") that no item gives: told so,
             # the 1.5B still answered 4 of 36 such questions with a name found nearby
             # ("Martin's middle name is Mark"); no other wording of it was ever seen
-            return Answer(text=f"Not known from memory: no item gives the {thing}.", memories=hits)
-        messages = self.prompt(question, hits, asked_at)
+            text = f"Not known from memory: no item gives the {unnamed.thing}."
+            return Answer(text=text, memories=hits)
+        messages = self._prompt(question, hits, asked_at, unnamed)
         text = self.llm.complete(messages, purpose="answer", max_tokens=self.max_tokens).strip()
         if self._doubted_yes(question, text, messages):
             text = self.llm.complete(
-                self.prompt(question, hits, asked_at, not_yes=True),
+                self._prompt(question, hits, asked_at, unnamed, not_yes=True),
                 purpose="answer",
                 max_tokens=self.max_tokens,
             )
@@ -197,7 +214,4 @@ class Answerer:
             return False
         if opening(text) != "yes" or not is_yes_no(question):
             return False
-        lp = self.llm.option_logprobs(messages, ["yes", "no"], purpose="answer-yes-check")
-        top = max(lp["yes"], lp["no"])
-        yes, no = (math.exp(lp[o] - top) for o in ("yes", "no"))
-        return yes / (yes + no) < self.yes_cut
+        return self.llm.p_yes(messages, purpose="answer-yes-check") < self.yes_cut

@@ -15,13 +15,17 @@ import re
 from deltamem.porter import stem
 from deltamem.text import NEGATION, terms
 
-# "Did …", "Would …": a question a yes or a no answers; "… A or B?" is a choice
-_YES_NO = re.compile(
+# "Did …", "Would …": a question a yes or a no answers ("… A or B?" is a choice)
+YES_NO_QUESTION = re.compile(
     r"^\s*(?:did|does|do|is|was|were|are|has|have|had|can|could|will|would|should)\b",
     re.IGNORECASE,
 )
 _CHOICE = re.compile(r"\bor\b", re.IGNORECASE)
-_OPENING = re.compile(r"^\W*(yes|no)\b[\s,.;:!-]*", re.IGNORECASE)
+# a text's opening yes or no, hedged or not (LoCoMo's references: "Likely no; since
+# this one went badly"), with what separates it from the rest
+_OPENING = re.compile(
+    r"^\W*(?:(?:most\s+)?(?:likely|probably)[\s,;:]+)?(yes|no)\b[\s,.;:!-]*", re.IGNORECASE
+)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
 # dates in a question: a restatement may leave them out
 _MONTHS = frozenset(
@@ -33,13 +37,18 @@ _MONTHS = frozenset(
 
 def is_yes_no(question: str) -> bool:
     """A question a yes or a no answers (not "Would she prefer A or B?")."""
-    return bool(_YES_NO.match(question)) and not _CHOICE.search(question)
+    return bool(YES_NO_QUESTION.match(question)) and not _CHOICE.search(question)
 
 
 def opening(answer: str) -> str | None:
     """ "yes" or "no" where the answer opens with one, else None."""
     m = _OPENING.match(answer)
     return m.group(1).lower() if m else None
+
+
+def after_opening(text: str) -> str:
+    """The text less its opening yes or no ("No, she did not." → "she did not.")."""
+    return _OPENING.sub("", text, count=1)
 
 
 def _stems(text: str) -> list[str]:
@@ -77,7 +86,7 @@ def without_restated_premise(question: str, reply: str) -> str:
     sentences that say the question again (they contradict the "No"); a reply that
     opens with "Yes" keeps nothing but the "No"."""
     said = opening(reply)
-    rest = _OPENING.sub("", reply, count=1).strip() if said else reply.strip()
+    rest = after_opening(reply).strip()
     if said == "yes" or not rest:
         return "No."
     sentences = [s for s in _SENTENCE.split(rest) if s.strip()]

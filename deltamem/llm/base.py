@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -301,6 +302,15 @@ class LLM(ABC):
             raise
         self._record(self._record_of(out, purpose, time.perf_counter() - t0))
         return scores
+
+    def p_yes(self, messages: list[ChatMessage], *, purpose: str) -> float:
+        """P("yes" rather than "no" as the reply's first word), from `option_logprobs`:
+        the two normalised over each other, so a threshold can take out a small
+        model's lean to one word."""
+        lp = self.option_logprobs(messages, ["yes", "no"], purpose=purpose)
+        top = max(lp["yes"], lp["no"])
+        yes, no = (math.exp(lp[o] - top) for o in ("yes", "no"))
+        return yes / (yes + no)
 
     def complete(
         self,

@@ -8,7 +8,6 @@ comparison of two short texts, answered from a fixed set of words by schema.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
@@ -20,6 +19,7 @@ from deltamem.llm.base import LLM
 from deltamem.manager.atomise import split_facts
 from deltamem.porter import stem
 from deltamem.text import negated, plain_numbers, terms
+from deltamem.yesno import YES_NO_QUESTION, after_opening, opening
 
 # "I don't know", "not in my memory", "the memories do not name any …", "unknown"
 _ABSTAINS = re.compile(
@@ -63,26 +63,15 @@ def abstains(text: str) -> bool:
     return bool(_ABSTAINS.search(text))
 
 
-_YES_NO_QUESTION = re.compile(
-    r"^\s*(did|does|do|is|was|were|are|has|have|had|can|could|will|would|should)\b",
-    re.IGNORECASE,
-)
-# LoCoMo's references hedge: "Likely no; since this one went badly"
-_POLAR = re.compile(r"^\W*(?:(?:most\s+)?(?:likely|probably)[\s,;:]+)?(yes|no)\b", re.IGNORECASE)
-
-
 def polarity(question: str, text: str) -> str | None:
     """ "yes" or "no" where a yes/no question's answer opens with one, else None."""
-    if not _YES_NO_QUESTION.match(question):
-        return None
-    m = _POLAR.match(text)
-    return m.group(1).lower() if m else None
+    return opening(text) if YES_NO_QUESTION.match(question) else None
 
 
 def restates(question: str, answer: str, *, negative: bool) -> bool:
     """After its yes or no, the answer only says the question again (no word or number
     of its own), negated for a no and not negated for a yes; or says nothing more."""
-    rest = _POLAR.sub("", answer, count=1)
+    rest = after_opening(answer)
     if not content(rest) and not numbers(rest):
         return True  # the bare word: "No."
     if not content(rest) <= content(question) or not numbers(rest) <= numbers(question):
@@ -292,10 +281,7 @@ class Check:
         key = JudgeCache.key(self.llm.name, [*msgs, {"scored": "yes/no"}], {})
         hit = self.cache.get(key)
         if hit is None:
-            lp = self.llm.option_logprobs(msgs, ["yes", "no"], purpose=f"judge-check:{self.name}")
-            top = max(lp.values())
-            yes, no = (math.exp(lp[o] - top) for o in ("yes", "no"))
-            hit = {"p": yes / (yes + no)}
+            hit = {"p": self.llm.p_yes(msgs, purpose=f"judge-check:{self.name}")}
             self.cache.put(key, hit)
         return float(hit["p"])
 
