@@ -35,6 +35,11 @@ _MONTHS = frozenset(
 )
 
 
+def sentences(text: str) -> list[str]:
+    """The text's sentences, split where one ends and a capital starts the next."""
+    return [s for s in _SENTENCE.split(text) if s.strip()]
+
+
 def is_yes_no(question: str) -> bool:
     """A question a yes or a no answers (not "Would she prefer A or B?")."""
     return bool(YES_NO_QUESTION.match(question)) and not _CHOICE.search(question)
@@ -89,10 +94,10 @@ def without_restated_premise(question: str, reply: str) -> str:
     rest = after_opening(reply).strip()
     if said == "yes" or not rest:
         return "No."
-    sentences = [s for s in _SENTENCE.split(rest) if s.strip()]
-    kept = [s for s in sentences if not restates(question, s)]
+    parts = sentences(rest)
+    kept = [s for s in parts if not restates(question, s)]
     if not kept:
         return "No."
-    if len(kept) == len(sentences) and said == "no":
+    if len(kept) == len(parts) and said == "no":
         return reply.strip()
     return "No. " + " ".join(kept)

@@ -16,6 +16,7 @@ from deltamem.bench.halumem import HaluMemRun, run_halumem
 from deltamem.bench.log import read_records
 from deltamem.bench.metrics.locomo import token_f1
 from deltamem.bench.reanswer import ReanswerRun, reanswer
+from deltamem.bench.rejudge import copy_unjudged
 from deltamem.embed import Embedder
 from deltamem.llm.base import ChatMessage
 
@@ -95,3 +96,44 @@ def test_bench_answer_command(
     metrics = json.loads((out / "metrics.json").read_text())
     assert "retrieval" in json.dumps(metrics)
     assert all(r["prediction"] for r in records(out) if r["kind"] == "question")
+
+
+def test_bench_judge_command_judges_the_answers_again(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`bench judge` copies a run's answers and judges every question again into a
+    new directory; the answers are untouched, the old verdicts are not reused, and a
+    directory that holds a run already is refused."""
+    import deltamem.llm as llm_module
+
+    monkeypatch.setattr(llm_module, "make_llm", lambda *a, **kw: ScriptedLLM(default=york))
+    answered = tmp_path / "answered"
+    res = CliRunner().invoke(app, ["answer", str(source), "--out", str(answered)])
+    assert res.exit_code == 0, res.output
+
+    def judge(run: Path, out: Path, reply: str) -> list[dict[str, Any]]:
+        monkeypatch.setattr(
+            llm_module, "make_llm", lambda *a, **kw: ScriptedLLM(default=lambda m: reply)
+        )
+        res = CliRunner().invoke(
+            app, ["judge", str(run), "--out", str(out), "--data", str(FIX), "--judge", "local"]
+        )
+        assert res.exit_code == 0, res.output
+        return list(read_records(out / "judgments.jsonl"))
+
+    first = judge(answered, tmp_path / "j1", '{"answer": "yes"}')
+    questions = [r for r in records(answered) if r["kind"] == "question"]
+    assert len(first) == len(questions)
+    # what is copied holds no question verdict: every one is judged again
+    assert copy_unjudged(tmp_path / "j1", tmp_path / "bare") == len(questions)
+    assert not list(read_records(tmp_path / "bare" / "judgments.jsonl"))
+    assert (tmp_path / "bare" / "judge_cache.sqlite").is_file()
+    again = judge(tmp_path / "j1", tmp_path / "j2", '{"answer": "no"}')
+    assert {j["key"] for j in again} == {j["key"] for j in first}
+    assert [r["prediction"] for r in records(tmp_path / "j2") if r["kind"] == "question"] == [
+        r["prediction"] for r in questions
+    ]
+    res = CliRunner().invoke(
+        app, ["judge", str(answered), "--out", str(tmp_path / "j1"), "--data", str(FIX)]
+    )
+    assert res.exit_code != 0 and "judge into a new directory" in res.output

@@ -422,6 +422,35 @@ def test_a_negated_answer_to_a_question_about_a_dislike_is_no_contradiction(
     assert got["verdict"] == "hallucination"
 
 
+def test_a_negation_counts_against_only_its_own_clause(tmp_path: Path) -> None:
+    """ "No, it was jazz, not rock" holds the reference's "jazz" outside the clause its
+    "not" denies, so it is right with no call; the same words under the negation
+    ("it was not jazz") are for the check (scripted here to say no)."""
+    j = DecomposedJudges(ScoringLLM(0.01), JudgeCache(tmp_path / "c.sqlite"))
+    q = "Did Ana find rock music calming at work?"
+    ref = "No, Ana found jazz calming, not rock music."
+    got = j.qa(q, ref, [], "No, it was jazz, not rock, that she found calming.")
+    assert got["verdict"] == "correct" and "(code)" in got["reason"]
+    got = j.qa("Where did Ana work in 2025?", "Oracle", [], "She didn't work at Microsoft; Oracle.")
+    assert got["verdict"] == "correct" and "(code)" in got["reason"]
+    got = j.qa("Where did Ana work in 2025?", "Oracle", [], "She did not work at Oracle.")
+    assert got["verdict"] == "hallucination" and "check" in got["reason"]
+
+
+def test_a_no_that_says_the_question_back_negated_is_only_the_no(tmp_path: Path) -> None:
+    """ "No, Ana did not switch to casual attire. She chose smart-casual attire." claims
+    what the second sentence says; the negation of the first is the "No" itself,
+    so the reference's words found in the second settle it with no call."""
+    j = DecomposedJudges(ScoringLLM(0.01), JudgeCache(tmp_path / "c.sqlite"))
+    q = "Did Ana switch to casual attire in May 2025?"
+    ref = "No, Ana switched to smart-casual attire."
+    said = "No, Ana did not switch to casual attire in May 2025. She chose smart-casual attire."
+    got = j.qa(q, ref, [], said)
+    assert got["verdict"] == "correct" and "(code)" in got["reason"]
+    got = j.qa(q, ref, [], "No, Ana did not switch to casual attire. She kept formal suits.")
+    assert got["verdict"] == "hallucination"
+
+
 def test_accuracy_caps_a_label_nobody_used(tmp_path: Path) -> None:
     """The support check passes "a personal growth advocate" when the person spoke of
     personal growth; a label word nobody said makes it partly accurate at best. A

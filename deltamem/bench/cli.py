@@ -6,6 +6,7 @@
     deltamem bench longmemeval longmemeval_s.json --instances 20 --out runs/lme1
     deltamem bench personamem questions_32k.csv shared_contexts_32k.jsonl --out runs/pm1
 
+    deltamem bench judge runs/h1 --out runs/h1-judged --data DATA.jsonl
     deltamem bench report runs/h1
     deltamem bench compare runs/h1 runs/h2
     deltamem bench agreement --judge local --labels bench/labels
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import typer
 
-from deltamem.bench.cli_after_run import agreement, answer, compare, report, tables
+from deltamem.bench.cli_after_run import agreement, answer, compare, judge, report, tables
 from deltamem.bench.cli_runs import halumem, locomo, longmemeval, membench, personamem
 
 app = typer.Typer(
@@ -36,6 +37,7 @@ for command in (
     halumem,
     locomo,
     answer,
+    judge,
     membench,
     longmemeval,
     personamem,

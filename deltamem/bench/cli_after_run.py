@@ -1,11 +1,13 @@
 """`deltamem bench` commands over a finished run or the judges: answer a run's
-questions again, rebuild its report, print its tables, compare two systems'
-answers question by question, and measure a judge's agreement with hand labels."""
+questions again or judge its answers again, rebuild its report, print its tables,
+compare two systems' answers question by question, and measure a judge's agreement
+with hand labels."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -22,6 +24,7 @@ from deltamem.bench.cli_options import (
     print_summary,
 )
 from deltamem.cli.render import progress_bars
+from deltamem.llm.base import LLM
 
 
 def answer(
@@ -66,7 +69,7 @@ def answer(
     with this --llm and --k, into OUT; the questions are then judged with --judge
     (for HaluMem QA only: the other verdicts are carried over)."""
     from deltamem.answer import ORDERS
-    from deltamem.bench.log import RESULTS, log_calls, read_records
+    from deltamem.bench.log import log_calls
     from deltamem.bench.reanswer import ReanswerRun, reanswer
     from deltamem.llm import make_llm
 
@@ -86,27 +89,77 @@ def answer(
         )
         n = reanswer(job, model, progress=advance)
         console.print(f"[bold]{n}[/bold] questions answered → {out}")
-        records = list(read_records(out / RESULTS))
         judge_llm = judge_llm_for(judge, llm, model, timeout, out)
-        if any("category" in r for r in records if r.get("kind") == "question"):
-            from deltamem.bench.locomo import judge_answers
-            from deltamem.bench.locomo import write_metrics as locomo_metrics
+        metrics = _judge_questions(out, judge_llm, judge_mode, data, advance)
+    print_summary(metrics, out)
 
-            if judge_llm is not None:
-                judge_answers(out, judge_llm, judge_mode, progress=advance)
-            metrics = locomo_metrics(out)
-        else:
-            from deltamem.bench.halumem import write_metrics
 
-            if judge_llm is not None:
-                from deltamem.bench.judges.halumem import judge_run
+def _judge_questions(
+    out: Path,
+    judge_llm: LLM | None,
+    judge_mode: str,
+    data: Path | None,
+    advance: Callable[[str, int], None],
+) -> dict[str, Any]:
+    """Judge the questions of OUT that have no verdict yet (none without a judge) and
+    write its metrics."""
+    from deltamem.bench.log import RESULTS, read_records
 
-                if data is None:
-                    raise typer.BadParameter("--judge needs --data (the HaluMem file)")
-                judge_run(
-                    out, data, judge_llm, progress=advance, kinds=judge_kinds("qa"), mode=judge_mode
-                )
-            metrics = write_metrics(out)
+    records = list(read_records(out / RESULTS))
+    if any("category" in r for r in records if r.get("kind") == "question"):
+        from deltamem.bench.locomo import judge_answers
+        from deltamem.bench.locomo import write_metrics as locomo_metrics
+
+        if judge_llm is not None:
+            judge_answers(out, judge_llm, judge_mode, progress=advance)
+        return locomo_metrics(out)
+    from deltamem.bench.halumem import write_metrics
+
+    if judge_llm is not None:
+        from deltamem.bench.judges.halumem import judge_run
+
+        if data is None:
+            raise typer.BadParameter("--judge needs --data (the HaluMem file)")
+        judge_run(out, data, judge_llm, progress=advance, kinds=judge_kinds("qa"), mode=judge_mode)
+    return write_metrics(out)
+
+
+def judge(
+    run: Annotated[
+        Path, typer.Argument(exists=True, file_okay=False, help="A finished run directory.")
+    ],
+    out: OutOpt,
+    judge: Annotated[str, typer.Option(help="The judge's LLM (e.g. local).")] = "local",
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            exists=True,
+            dir_okay=False,
+            help="HaluMem JSONL (for its judges; LoCoMo needs none).",
+        ),
+    ] = None,
+    judge_mode: JudgeModeOpt = "auto",
+    timeout: TimeoutOpt = 900.0,
+) -> None:
+    """Judge a run's answers again with today's judges, into OUT (a new directory): the
+    answers and the other verdicts are copied, the judge cache too, so only checks
+    not asked before cost a model call."""
+    from deltamem.bench.log import log_calls
+    from deltamem.bench.rejudge import copy_unjudged
+    from deltamem.llm import make_llm
+
+    if judge.strip().lower() == "none":
+        raise typer.BadParameter("--judge names the judge's LLM")
+    try:
+        n = copy_unjudged(run, out)
+    except FileExistsError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    with own_run_dir(out), progress_bars() as advance:
+        judge_llm = make_llm(judge, timeout=timeout)
+        log_calls(judge_llm, out)
+        console.print(f"[bold]{n}[/bold] questions to judge → {out}")
+        metrics = _judge_questions(out, judge_llm, judge_mode, data, advance)
     print_summary(metrics, out)
 
 

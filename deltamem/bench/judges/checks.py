@@ -19,7 +19,7 @@ from deltamem.llm.base import LLM
 from deltamem.manager.atomise import split_facts
 from deltamem.porter import stem
 from deltamem.text import negated, plain_numbers, terms
-from deltamem.yesno import YES_NO_QUESTION, after_opening, opening
+from deltamem.yesno import YES_NO_QUESTION, after_opening, opening, sentences
 
 # "I don't know", "not in my memory", "the memories do not name any …", "unknown"
 _ABSTAINS = re.compile(
@@ -77,6 +77,27 @@ def restates(question: str, answer: str, *, negative: bool) -> bool:
     if not content(rest) <= content(question) or not numbers(rest) <= numbers(question):
         return False
     return negated(rest) == negative
+
+
+def beyond_the_question(question: str, answer: str, *, negative: bool) -> str:
+    """What a yes/no answer claims past its yes or no: its sentences less those that
+    only say the question again, negated for a no ("No, he did not switch to casual
+    attire. He chose smart-casual." → "He chose smart-casual.")."""
+    kept = [
+        s for s in sentences(after_opening(answer)) if not restates(question, s, negative=negative)
+    ]
+    return " ".join(kept)
+
+
+# where one clause ends: a negation in one ("not in 1985") says nothing of the next
+_CLAUSE_BREAK = re.compile(r"[,;:.!?()]+")
+
+
+def affirmed(text: str) -> str:
+    """The text's clauses that hold no negation ("No, it was jazz, not rock" → "it was
+    jazz"; "She didn't work at Microsoft; she was a manager at Oracle" → "she was a
+    manager at Oracle")."""
+    return " ".join(c for c in _CLAUSE_BREAK.split(text) if c.strip() and not negated(c))
 
 
 def numbers(text: str) -> set[int]:

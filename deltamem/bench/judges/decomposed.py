@@ -22,10 +22,11 @@ from deltamem.bench.judges.base import JudgeCache
 from deltamem.bench.judges.checks import (
     Check,
     abstains,
+    affirmed,
+    beyond_the_question,
     content,
     exact_values,
     information_points,
-    negated,
     numbers,
     other_choice,
     other_count,
@@ -41,6 +42,7 @@ from deltamem.manager.attribution import said_of_another
 from deltamem.manager.extract import unsaid_label
 from deltamem.text import stems_of
 from deltamem.train.distance import DEFAULT_TAU
+from deltamem.yesno import after_opening
 
 CANDIDATES = 3  # memories (or turns) a check is asked about, best word overlap first
 
@@ -206,20 +208,30 @@ class DecomposedJudges:
             return "correct", f"both answer {said!r}; the rest restates the question (code)"
         if said and said == meant and cut == "same_answer":
             cut = "same_polarity"
+        # after the reference's own yes or no, a sentence that only says the question
+        # again ("No, he did not decide to switch to casual attire") is that word; what
+        # the answer claims is the rest, and a negation there is the answer's own
+        claims, meant_beyond = prediction, answer
+        if said and said == meant:
+            claims = beyond_the_question(question, prediction, negative=said == "no")
+            meant_beyond = after_opening(answer)
         asked = content(question)
-        want, found = content(answer, asked), content(prediction, asked)
+        want, found = content(meant_beyond, asked), content(claims, asked)
+        if said and said == meant and not want and not numbers(meant_beyond):
+            return "correct", f"both answer {said!r}; the reference says no more (code)"
         # Code settles the two cases a 1.5B check gets wrong most (hand labels, both
         # halves): an answer that holds every word and number of the reference and
         # adds detail ("a manager at Oracle" for "Manager") is right; one that gives
         # some of the reference's words and nothing else ("chia seeds and
         # spirulina" for three ingredients) leaves part out. Anything else, such as
-        # "Senior Manager" for "Manager", is for the check to say.
-        if want and want <= found and numbers(answer) <= numbers(prediction):
-            # a negation contradicts the reference, unless the question asks what is
-            # disliked: "does not like heavy metal" answers "What music does she dislike?"
-            if not negated(prediction) or _ASKS_DISLIKE.search(question):
-                return "correct", "the answer holds the reference's words and numbers (code)"
-        elif found and found < want and numbers(prediction) <= numbers(answer):
+        # "Senior Manager" for "Manager", is for the check to say. The words count
+        # where no negation denies them ("jazz, not rock"), unless the question asks
+        # what is disliked: "does not like heavy metal" answers "What music does she
+        # dislike?"
+        held = found if _ASKS_DISLIKE.search(question) else content(affirmed(claims), asked)
+        if want and want <= held and numbers(answer) <= numbers(prediction):
+            return "correct", "the answer holds the reference's words and numbers (code)"
+        if found and found < want and numbers(claims) <= numbers(answer):
             return "partly", "the answer gives part of the reference and nothing else (code)"
         p = self.same_answer.p_yes(question=question, reference=answer, answer=prediction)
         if p >= self.t[cut]:
