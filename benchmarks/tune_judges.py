@@ -26,7 +26,7 @@ from deltamem.llm.base import LLM, ChatMessage, Completion, LLMError
 GRID = [round(0.05 * i, 2) for i in range(1, 20)]
 # which thresholds each judge reads
 KEYS = {
-    "qa": ["same_answer", "same_polarity"],
+    "qa": ["same_answer", "same_answer_unshared", "same_polarity"],
     "locomo": ["same_answer_locomo"],
     "integrity": ["covers_full", "covers_part"],
     "update": ["update", "conflict"],

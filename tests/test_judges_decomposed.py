@@ -437,6 +437,21 @@ def test_a_negation_counts_against_only_its_own_clause(tmp_path: Path) -> None:
     assert got["verdict"] == "hallucination" and "check" in got["reason"]
 
 
+def test_an_answer_sharing_no_word_with_the_reference_needs_a_surer_check(
+    tmp_path: Path,
+) -> None:
+    """The check passes a topical answer ("more narrative-driven games" for "story-rich
+    books") at P 0.7-0.8; with no word of the reference in it (the question's words
+    aside) an answer needs the higher cut, one that shares a word does not."""
+    j = DecomposedJudges(ScoringLLM(0.75), JudgeCache(tmp_path / "c.sqlite"))
+    q = "What might Ana explore next, given her love of narrative games?"
+    ref = "Story-rich books or immersive theater."
+    got = j.qa(q, ref, [], "She might explore more narrative games.")
+    assert got["verdict"] == "hallucination" and "no word of the reference" in got["reason"]
+    got = j.qa(q, ref, [], "She might read novels with rich stories.")
+    assert got["verdict"] == "correct" and "no word" not in got["reason"]
+
+
 def test_a_no_that_says_the_question_back_negated_is_only_the_no(tmp_path: Path) -> None:
     """ "No, Ana did not switch to casual attire. She chose smart-casual attire." claims
     what the second sentence says; the negation of the first is the "No" itself,
