@@ -137,3 +137,11 @@ def test_bench_judge_command_judges_the_answers_again(
         app, ["judge", str(answered), "--out", str(tmp_path / "j1"), "--data", str(FIX)]
     )
     assert res.exit_code != 0 and "judge into a new directory" in res.output
+    # refused before anything is written: a HaluMem run without its data, no run at all
+    for args, why in (
+        ([str(answered), "--out", str(tmp_path / "j3")], "--data"),
+        ([str(tmp_path), "--out", str(tmp_path / "j3"), "--data", str(FIX)], "no question"),
+    ):
+        res = CliRunner().invoke(app, ["judge", *args])
+        assert res.exit_code != 0 and why in res.output
+        assert not (tmp_path / "j3").exists()

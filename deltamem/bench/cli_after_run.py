@@ -145,12 +145,17 @@ def judge(
     """Judge a run's answers again with today's judges, into OUT (a new directory): the
     answers and the other verdicts are copied, the judge cache too, so only checks
     not asked before cost a model call."""
-    from deltamem.bench.log import log_calls
+    from deltamem.bench.log import RESULTS, log_calls, read_records
     from deltamem.bench.rejudge import copy_unjudged
     from deltamem.llm import make_llm
 
     if judge.strip().lower() == "none":
         raise typer.BadParameter("--judge names the judge's LLM")
+    questions = [r for r in read_records(run / RESULTS) if r.get("kind") == "question"]
+    if not questions:
+        raise typer.BadParameter(f"{run / RESULTS} holds no question: not a finished run")
+    if data is None and not any("category" in r for r in questions):
+        raise typer.BadParameter("a HaluMem run is judged with --data (its HaluMem file)")
     try:
         n = copy_unjudged(run, out)
     except FileExistsError as exc:
