@@ -12,6 +12,8 @@ from typing import Annotated, Any
 import typer
 
 from deltamem.bench.cli_options import (
+    FinishedRunArg,
+    JudgeDataOpt,
     JudgeModeOpt,
     JudgeOpt,
     LLMOpt,
@@ -28,9 +30,7 @@ from deltamem.llm.base import LLM
 
 
 def answer(
-    run: Annotated[
-        Path, typer.Argument(exists=True, file_okay=False, help="A finished run directory.")
-    ],
+    run: FinishedRunArg,
     out: OutOpt,
     k: Annotated[
         int | None, typer.Option("--k", help="Answer from the first k logged hits (default all).")
@@ -52,15 +52,7 @@ def answer(
     ] = None,
     llm: LLMOpt = None,
     judge: JudgeOpt = "none",
-    data: Annotated[
-        Path | None,
-        typer.Option(
-            "--data",
-            exists=True,
-            dir_okay=False,
-            help="HaluMem JSONL (for its judges; LoCoMo needs none).",
-        ),
-    ] = None,
+    data: JudgeDataOpt = None,
     judge_mode: JudgeModeOpt = "auto",
     resume: Annotated[bool, typer.Option(help="Skip questions already in OUT.")] = False,
     timeout: TimeoutOpt = 900.0,
@@ -125,20 +117,10 @@ def _judge_questions(
 
 
 def judge(
-    run: Annotated[
-        Path, typer.Argument(exists=True, file_okay=False, help="A finished run directory.")
-    ],
+    run: FinishedRunArg,
     out: OutOpt,
     judge: Annotated[str, typer.Option(help="The judge's LLM (e.g. local).")] = "local",
-    data: Annotated[
-        Path | None,
-        typer.Option(
-            "--data",
-            exists=True,
-            dir_okay=False,
-            help="HaluMem JSONL (for its judges; LoCoMo needs none).",
-        ),
-    ] = None,
+    data: JudgeDataOpt = None,
     judge_mode: JudgeModeOpt = "auto",
     timeout: TimeoutOpt = 900.0,
 ) -> None:

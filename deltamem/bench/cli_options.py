@@ -40,6 +40,20 @@ JudgeModeOpt = Annotated[
         "small checks, for the embedded model) or auto (decomposed for local).",
     ),
 ]
+# the HaluMem file a finished run's questions are judged against (`bench answer`, `bench
+# judge`); LoCoMo's records carry their references
+JudgeDataOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--data",
+        exists=True,
+        dir_okay=False,
+        help="HaluMem JSONL (for its judges; LoCoMo needs none).",
+    ),
+]
+FinishedRunArg = Annotated[
+    Path, typer.Argument(exists=True, file_okay=False, help="A finished run directory.")
+]
 EmbOpt = Annotated[str | None, typer.Option("--embedder", help="Embedder spec.")]
 TimeoutOpt = Annotated[
     float,
