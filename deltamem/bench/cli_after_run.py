@@ -96,9 +96,9 @@ def _judge_questions(
     """Judge the questions of OUT that have no verdict yet (none without a judge) and
     write its metrics."""
     from deltamem.bench.log import RESULTS, read_records
+    from deltamem.bench.paired import benchmark_of
 
-    records = list(read_records(out / RESULTS))
-    if any("category" in r for r in records if r.get("kind") == "question"):
+    if benchmark_of(list(read_records(out / RESULTS))) == "locomo":
         from deltamem.bench.locomo import judge_answers
         from deltamem.bench.locomo import write_metrics as locomo_metrics
 
@@ -128,6 +128,7 @@ def judge(
     answers and the other verdicts are copied, the judge cache too, so only checks
     not asked before cost a model call."""
     from deltamem.bench.log import RESULTS, log_calls, read_records
+    from deltamem.bench.paired import benchmark_of
     from deltamem.bench.rejudge import copy_unjudged
     from deltamem.llm import make_llm
 
@@ -136,7 +137,7 @@ def judge(
     questions = [r for r in read_records(run / RESULTS) if r.get("kind") == "question"]
     if not questions:
         raise typer.BadParameter(f"{run / RESULTS} holds no question: not a finished run")
-    if data is None and not any("category" in r for r in questions):
+    if data is None and benchmark_of(questions) == "halumem":
         raise typer.BadParameter("a HaluMem run is judged with --data (its HaluMem file)")
     try:
         n = copy_unjudged(run, out)

@@ -113,7 +113,7 @@ def reanswer(
                 log.write(rec)
     finally:
         log.close()
-    _carry_judgments(run.source, run.out, {str(r["key"]) for r in records if is_question(r)})
+    carry_judgments(run.source, run.out, {str(r["key"]) for r in records if is_question(r)})
     manifest = {
         "source": str(run.source),
         "k": run.k,
@@ -126,7 +126,7 @@ def reanswer(
     return answered
 
 
-def _carry_judgments(source: Path, out: Path, questions: set[str]) -> None:
+def carry_judgments(source: Path, out: Path, questions: set[str]) -> None:
     """The old run's verdicts on everything but its questions (extraction, updates
     did not change), unless the new run has its own judgments already."""
     old, new = source / JUDGMENTS, out / JUDGMENTS

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from deltamem.bench.judges.base import CACHE
 from deltamem.bench.log import JUDGMENTS, RESULTS, read_records
-from deltamem.bench.reanswer import is_question
+from deltamem.bench.reanswer import carry_judgments, is_question
 
 # what a LoCoMo question record keeps its verdict in (HaluMem's sit in JUDGMENTS)
 _LOCOMO_VERDICT = "judge"
@@ -22,9 +22,10 @@ _LOCOMO_VERDICT = "judge"
 
 def copy_unjudged(source: Path, out: Path) -> int:
     """Copy `source`'s records into `out` without their question verdicts; returns how
-    many questions are left to judge. `out` must not hold records yet."""
-    if (out / RESULTS).exists():
-        raise FileExistsError(f"{out / RESULTS} exists: judge into a new directory")
+    many questions are left to judge. `out` must not hold records or verdicts yet."""
+    for name in (RESULTS, JUDGMENTS):
+        if (out / name).exists():
+            raise FileExistsError(f"{out / name} exists: judge into a new directory")
     records = list(read_records(source / RESULTS))
     questions = {str(r["key"]) for r in records if is_question(r)}
     out.mkdir(parents=True, exist_ok=True)
@@ -33,10 +34,7 @@ def copy_unjudged(source: Path, out: Path) -> int:
             if str(rec.get("key")) in questions:
                 rec.pop(_LOCOMO_VERDICT, None)
             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    kept = [j for j in read_records(source / JUDGMENTS) if str(j.get("key")) not in questions]
-    (out / JUDGMENTS).write_text(
-        "".join(json.dumps(j, ensure_ascii=False) + "\n" for j in kept), "utf-8"
-    )
+    carry_judgments(source, out, questions)
     if (source / CACHE).is_file():
         shutil.copyfile(source / CACHE, out / CACHE)
     return len(questions)

@@ -207,23 +207,27 @@ class DecomposedJudges:
         said, meant = polarity(question, prediction), polarity(question, answer)
         if said and meant and said != meant:
             return "wrong", f"the answer says {said!r}, the reference {meant!r} (code)"
-        if said and said == meant and restates(question, prediction, negative=said == "no"):
-            # "No, he did not abandon them" for "No, he embraced them": the question is
-            # answered and nothing is claimed beyond it (the check wants the detail)
-            return "correct", f"both answer {said!r}; the rest restates the question (code)"
-        if said and said == meant and cut == "same_answer":
-            cut = "same_polarity"
-        # after the reference's own yes or no, a sentence that only says the question
-        # again ("No, he did not decide to switch to casual attire") is that word; what
-        # the answer claims is the rest, and a negation there is the answer's own
+        same_word = said if said is not None and said == meant else None
         claims, meant_beyond = prediction, answer
-        if said and said == meant:
-            claims = beyond_the_question(question, prediction, negative=said == "no")
+        if same_word is not None:
+            if restates(question, prediction, negative=same_word == "no"):
+                # "No, he did not abandon them" for "No, he embraced them": the question
+                # is answered and nothing is claimed beyond it (the check wants detail)
+                return (
+                    "correct",
+                    f"both answer {same_word!r}; the rest restates the question (code)",
+                )
+            if cut == "same_answer":
+                cut = "same_polarity"
+            # after the reference's own yes or no, a sentence that only says the question
+            # again ("No, he did not decide to switch to casual attire") is that word;
+            # what the answer claims is the rest, and a negation there is its own
+            claims = beyond_the_question(question, prediction, negative=same_word == "no")
             meant_beyond = after_opening(answer)
         asked = content(question)
         want, found = content(meant_beyond, asked), content(claims, asked)
-        if said and said == meant and not want and not numbers(meant_beyond):
-            return "correct", f"both answer {said!r}; the reference says no more (code)"
+        if same_word is not None and not want and not numbers(meant_beyond):
+            return "correct", f"both answer {same_word!r}; the reference says no more (code)"
         # Code settles the two cases a 1.5B check gets wrong most (hand labels, both
         # halves): an answer that holds every word and number of the reference and
         # adds detail ("a manager at Oracle" for "Manager") is right; one that gives
