@@ -167,3 +167,36 @@ def test_a_wish_or_plan_written_as_done_is_refused(fact: str, said: str) -> None
 )
 def test_what_is_done_or_kept_as_a_plan_stays(fact: str, said: str) -> None:
     assert check_fact(fact, PRIYA, said, None) == (fact, None)
+
+
+OPENER = (
+    "I'd like to share my Movie Preference with you so you can understand my personal preferences."
+)
+
+
+def test_a_dislike_read_into_a_request_is_refused() -> None:
+    # "I'd like to share ..." asks something and voices no taste (HaluMem's openers)
+    fact = "Priya Raman dislikes movies"
+    assert check_fact(fact, PRIYA, OPENER, None) == (
+        fact,
+        "a request ('I'd like to ...') read as a dislike",
+    )
+
+
+@pytest.mark.parametrize(
+    ("fact", "said"),
+    [
+        # the liking is left: the request does say movies matter to her
+        ("Priya Raman likes movies", OPENER),
+        # a taste voiced beside the request
+        ("Priya Raman dislikes raw fish", "I'd love to try sushi, but I hate raw fish."),
+        (
+            "Priya Raman doesn't like horror films",
+            "I can't stand horror films, so I'd like some tips on comedies.",
+        ),
+        # no request: the rule is not about dislikes in general
+        ("Priya Raman dislikes formal wear", "Formal wear always felt cumbersome and restrictive."),
+    ],
+)
+def test_a_dislike_voiced_or_without_a_request_stays(fact: str, said: str) -> None:
+    assert check_fact(fact, PRIYA, said, None) == (fact, None)

@@ -203,6 +203,41 @@ def plan_as_done(fact: str, subject: str, said: str) -> str | None:
     return None
 
 
+# a dislike the fact gives the person ("dislikes reading", "doesn't like sodas")
+_DISLIKE = re.compile(
+    r"^\s+(?:(?:also|still|now|really|especially|particularly)\s+)*"
+    r"(?:(?:does\s+not|doesn['’]t|do\s+not|don['’]t)\s+(?:really\s+)?(?:like|enjoy|love)|"
+    r"dislikes?|hates?|is\s+not\s+(?:a\s+fan\s+of|fond\s+of))\b",
+    re.IGNORECASE,
+)
+# "I'd like to share my Reading Preference": a request, which says no liking
+_REQUEST = re.compile(
+    r"\b(?:I['’]d|I\s+would|we['’]d|we\s+would|would|you['’]d|if\s+you)\s+(?:really\s+)?(?:like|love)\b",
+    re.IGNORECASE,
+)
+# words by which a message voices a liking or a dislike
+_VOICED = re.compile(
+    r"\b(?:lik(?:e|es|ed|ing)|lov(?:e|es|ed|ing)|enjoy\w*|prefer(?:s|red|ring)?|favou?rite\w*|fan|fond|"
+    r"dislik\w*|hat(?:e|es|ed|ing)|into|can['’]t\s+stand|passion\w*)\b",
+    re.IGNORECASE,
+)
+
+
+def dislike_from_request(fact: str, subject: str, said: str) -> str | None:
+    """Why the fact is refused as a dislike read into a request, or None. "I'd like
+    to share my Movie Preference with you" voices no taste, yet the 1.5B model
+    writes both "Sarah likes movies" and "Sarah dislikes movies" from it; the second
+    contradicts what she then says. A dislike is refused when the message's only
+    words of liking are in such a request. (The liking is left: HaluMem's own
+    points say as much, "has preferences in Movie Preference".)"""
+    rest = _doing(fact, subject)
+    if rest is None or not _DISLIKE.match(rest) or not _REQUEST.search(said):
+        return None
+    if _VOICED.search(_REQUEST.sub(" ", said)):
+        return None
+    return "a request ('I'd like to ...') read as a dislike"
+
+
 def _wished(clause: str, leading: set[str]) -> bool:
     """Whether a word of wish or plan comes before the fact's first words in the
     clause ("I'll measure success": yes; "the increase to $18,000 will help": the

@@ -22,7 +22,7 @@ from pydantic import BaseModel, StrictStr
 
 from deltamem.llm.base import LLM, ChatMessage
 from deltamem.manager.atomise import first_person, name_subject, split_facts
-from deltamem.manager.attribution import plan_as_done, said_of_another
+from deltamem.manager.attribution import dislike_from_request, plan_as_done, said_of_another
 from deltamem.manager.dates import annotate, dated, relative_dates
 from deltamem.manager.render import template
 from deltamem.porter import stem
@@ -202,7 +202,11 @@ def check_fact(
     answered = before is not None and "?" in before.content
     why = _refusal(kept, subject, own, heard, answered)
     if why is None:
-        why = said_of_another(kept, subject, said) or plan_as_done(kept, subject, said)
+        why = (
+            said_of_another(kept, subject, said)
+            or plan_as_done(kept, subject, said)
+            or dislike_from_request(kept, subject, said)
+        )
     return kept, why
 
 
