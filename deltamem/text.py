@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
+
+import pysbd  # type: ignore[import-untyped]
 
 from deltamem.porter import stem
 
@@ -92,24 +95,40 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+@lru_cache(maxsize=1)
+def _segmenter() -> pysbd.Segmenter:
+    return pysbd.Segmenter(language="en", clean=False)
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of `text`, stripped. A full stop after "St", "Dr", "Mr", an
+    initial or "U.S." ends no sentence ("a nurse at St. Michael's Hospital"): pysbd's
+    rules know them, where a split at every ". " cut a fact in two."""
+    text = text.strip()
+    if not text:
+        return []
+    return [s.strip() for s in _segmenter().segment(text) if s.strip()]
+
+
 def shorten(text: str, max_words: int) -> str:
     """The first sentences of `text` within `max_words` words (at least the first
     `max_words` words), marked with an ellipsis when something was cut."""
     ws = text.split()
     if len(ws) <= max_words:
         return text.strip()
-    sentences = re.split(r"(?<=[.!?])\s+", text.strip())
-    out: list[str] = []
-    count = 0
-    for s in sentences:
+    text = text.strip()
+    end, count = 0, 0
+    for s in sentences(text):
         n = len(s.split())
         if count + n > max_words:
             break
-        out.append(s)
-        count += n
-    if not out:
+        at = text.find(s, end)  # cut the text itself, so its spacing stays
+        if at < 0:
+            break
+        end, count = at + len(s), count + n
+    if not end:
         return " ".join(ws[:max_words]) + " …"
-    return " ".join(out) + " …"
+    return text[:end] + " …"
 
 
 # the two capitalised words a fact opens with ("Sarah Garcia's major is ...")

@@ -534,6 +534,24 @@ def test_session_without_user_turns_makes_no_call(embedder: Embedder, store: Sto
         ),
         pytest.param("Alice lives in St. Louis.", ["Alice lives in St. Louis."], id="abbreviation"),
         pytest.param(
+            "Daniel Okafor is a nurse at St. Michael's Hospital in Toronto, mostly night shifts.",
+            ["Daniel Okafor is a nurse at St. Michael's Hospital in Toronto, mostly night shifts."],
+            id="abbreviation-before-a-long-rest",
+        ),
+        pytest.param(
+            "Daniel Okafor ran the Toronto marathon! Finished in 3 hours 52 minutes.",
+            [
+                "Daniel Okafor ran the Toronto marathon!",
+                "Daniel Okafor finished in 3 hours 52 minutes.",
+            ],
+            id="sentence-without-subject",
+        ),
+        pytest.param(
+            "Priya Raman moved to Leeds in May. Running keeps her calm there.",
+            ["Priya Raman moved to Leeds in May.", "Running keeps her calm there."],
+            id="gerund-is-a-subject",
+        ),
+        pytest.param(
             "Alice moved to Rome in May 2029 with her sister.",
             ["Alice moved to Rome in May 2029 with her sister."],
             id="single-sentence",

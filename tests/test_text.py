@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from deltamem.text import keywords, normalise, shorten, terms, words
+from deltamem.text import keywords, normalise, sentences, shorten, terms, words
 from deltamem.timeparse import human_date, parse_time
 from deltamem.types import Message, SearchFilters
 
@@ -91,6 +91,17 @@ def test_shorten_cuts_at_sentence_boundaries() -> None:
     assert shorten(text, 6) == "One two three. Four five six. …"
     assert shorten(text, 7) == "One two three. Four five six. …"
     assert shorten(text, 9) == text
+
+
+def test_shorten_does_not_end_a_sentence_at_an_abbreviation() -> None:
+    text = "I met Dr. Smith at St. Mary's today. He was kind. We talked a lot."
+    assert shorten(text, 4) == "I met Dr. Smith …"
+    assert shorten(text, 11) == "I met Dr. Smith at St. Mary's today. He was kind. …"
+    assert sentences(text) == [
+        "I met Dr. Smith at St. Mary's today.",
+        "He was kind.",
+        "We talked a lot.",
+    ]
 
 
 def test_shorten_falls_back_to_words_when_first_sentence_is_long() -> None:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import re
 
-from deltamem.manager.voice import in_third_person
+from deltamem.manager.voice import in_third_person, opens_with_verb
+from deltamem.text import sentences
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 _PRONOUN = re.compile(r"^(She|He)\s+(?=\w)")
 _POSSESSIVE = re.compile(r"^(Her|His)\s+(?=\w)")
 _NAME = re.compile(r"^(The user|[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+){0,2})\b")
@@ -31,10 +31,10 @@ _NOT_NAMES = frozenset(
 
 
 def split_facts(content: str) -> list[str]:
-    sentences = [s.strip() for s in _SENTENCE_END.split(content.strip()) if s.strip()]
-    if len(sentences) < 2:
+    parts = sentences(content)
+    if len(parts) < 2:
         return [content.strip()]
-    m = _NAME.match(sentences[0])
+    m = _NAME.match(parts[0])
     subject = m.group(1) if m else None
     if subject is not None and (
         (subject.split()[0] in _NOT_NAMES and subject != "The user")
@@ -42,10 +42,12 @@ def split_facts(content: str) -> list[str]:
     ):
         subject = None
     facts: list[str] = []
-    for s in sentences:
+    for s in parts:
         if subject is not None:
             s = _PRONOUN.sub(subject + " ", s)
             s = _POSSESSIVE.sub(subject + "'s ", s)
+            if opens_with_verb(s):  # "… ran the marathon! Finished in 3 hours 52 minutes."
+                s = f"{subject} {s[0].lower()}{s[1:]}"
         if len(s.split()) < MIN_WORDS and facts:
             facts[-1] = f"{facts[-1]} {s}"  # a fragment stays with the sentence before it
         else:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from lemminflect import getAllInflections, getLemma  # type: ignore[import-untyped]
+from lemminflect import getAllInflections, getAllLemmas, getLemma  # type: ignore[import-untyped]
 
 # words that may stand between "I" and its verb ("I also play", "I really love")
 _ADVERBS = frozenset(
@@ -42,6 +42,19 @@ _CONTRACTED = {"'m": ("is", "are"), "'ve": ("has", "have"), "'ll": ("will", "wil
 _NEGATED = {"don't": "doesn't", "haven't": "hasn't", "do": "does", "have": "has"}
 # the speaker's other words, told of them
 _OTHER = {"my": "their", "mine": "theirs", "me": "them", "myself": "themselves"}
+
+
+def opens_with_verb(sentence: str) -> bool:
+    """Whether a sentence opens with an inflected verb and so has no subject
+    ("Finished in 3 hours 52 minutes.", "Loves the beaches there."): a past form or
+    a third-person "-s" form that lemminflect knows as a verb. "Running is fun" and
+    "Lagos is hot" open with a subject."""
+    m = re.match(r"[A-Za-z]+", sentence)
+    if m is None:
+        return False
+    word = m.group().lower()
+    verb = getAllLemmas(word).get("VERB")
+    return bool(verb) and verb[0] != word and not word.endswith("ing")
 
 
 @lru_cache(maxsize=4096)
