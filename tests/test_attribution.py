@@ -200,3 +200,34 @@ def test_a_dislike_read_into_a_request_is_refused() -> None:
 )
 def test_a_dislike_voiced_or_without_a_request_stays(fact: str, said: str) -> None:
     assert check_fact(fact, PRIYA, said, None) == (fact, None)
+
+
+@pytest.mark.parametrize(
+    ("fact", "said", "name"),
+    [
+        # another person's wedding told in passing
+        (
+            "Priya Raman is married to Amara",
+            "My sister Amara came to cheer me on. She's getting married in Lagos next month.",
+            "Amara",
+        ),
+        # the friend she is talking to (LoCoMo conv-30)
+        ("Priya Raman has a wife named Gina", "Yeah, Gina, thanks for having my back.", "Gina"),
+        ("Priya Raman's wife is Gina", "Thanks Gina! How long have you been married?", "Gina"),
+    ],
+)
+def test_a_spouse_the_person_did_not_name_is_refused(fact: str, said: str, name: str) -> None:
+    why = f"a spouse or partner the person did not name ({name})"
+    assert check_fact(fact, PRIYA, said, None) == (fact, why)
+
+
+@pytest.mark.parametrize(
+    ("fact", "said"),
+    [
+        ("Priya Raman is engaged to Tomás", "Tomás and I got engaged yesterday!"),
+        ("Priya Raman is married to her partner", "Marrying my partner was the best part."),
+        ("Priya Raman's wife, Ana, likes hiking", "My wife, Ana, and I went hiking."),
+    ],
+)
+def test_a_spouse_named_as_such_stays(fact: str, said: str) -> None:
+    assert check_fact(fact, PRIYA, said, None) == (fact, None)

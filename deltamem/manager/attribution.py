@@ -17,7 +17,7 @@ import itertools
 import re
 
 from deltamem.porter import stem
-from deltamem.text import STOPWORDS, stems_of, terms, words
+from deltamem.text import STOPWORDS, sentences, stems_of, terms, words
 
 # a message cut into sentences, and those into clauses: at commas, dashes and the
 # words that join clauses
@@ -236,6 +236,39 @@ def dislike_from_request(fact: str, subject: str, said: str) -> str | None:
     if _VOICED.search(_REQUEST.sub(" ", said)):
         return None
     return "a request ('I'd like to ...') read as a dislike"
+
+
+_SPOUSE = r"(?:wife|husband|spouse|fianc[eé]e?|partner|boyfriend|girlfriend)"
+_NAME = r"(?P<name>[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)?)"
+# the person's spouse or partner named in a fact: "married to Amara", "has a wife
+# named Gina", "Gina is his wife", "Ola's wife is Ana", "his fiancée Ana"
+_SPOUSE_NAMED = (
+    re.compile(
+        rf"\b(?:married\s+to|engaged\s+to|dating|{_SPOUSE}\s+(?:named|called)|"
+        rf"(?:his|her|their|['’]s)\s+{_SPOUSE},?(?:\s+is)?)\s+{_NAME}"
+    ),
+    re.compile(rf"{_NAME}\s+is\s+(?:his|her|their)\s+(?:\w+\s+)?{_SPOUSE}\b"),
+)
+# words by which the person's own message speaks of a spouse or partner
+_SPOUSE_SAID = re.compile(
+    rf"\b(?:{_SPOUSE}|marri\w*|marry\w*|engaged|engagement|wedding|dating)\b", re.IGNORECASE
+)
+
+
+def spouse_not_named(fact: str, said: str) -> str | None:
+    """Why the fact is refused as a spouse the person never named, or None. The
+    1.5B model marries the person to whoever the message names: "Jon has a wife
+    named Gina" from "Yeah, Gina, thanks for having my back" (she is the friend he
+    talks to), "Daniel is married to Amara" from "My sister Amara came to cheer me
+    on. She's getting married in Lagos". A named spouse is kept when one sentence
+    of the message holds the name and a word of marriage or partnership."""
+    m = next((m for p in _SPOUSE_NAMED if (m := p.search(fact))), None)
+    if m is None:
+        return None
+    name = m.group("name")
+    if any(name in s and _SPOUSE_SAID.search(s) for s in sentences(said)):
+        return None
+    return f"a spouse or partner the person did not name ({name})"
 
 
 def _wished(clause: str, leading: set[str]) -> bool:

@@ -22,7 +22,12 @@ from pydantic import BaseModel, StrictStr
 
 from deltamem.llm.base import LLM, ChatMessage
 from deltamem.manager.atomise import first_person, name_subject, split_facts
-from deltamem.manager.attribution import dislike_from_request, plan_as_done, said_of_another
+from deltamem.manager.attribution import (
+    dislike_from_request,
+    plan_as_done,
+    said_of_another,
+    spouse_not_named,
+)
 from deltamem.manager.dates import annotate, dated, relative_dates
 from deltamem.manager.render import template
 from deltamem.porter import stem
@@ -206,6 +211,7 @@ def check_fact(
             said_of_another(kept, subject, said)
             or plan_as_done(kept, subject, said)
             or dislike_from_request(kept, subject, said)
+            or spouse_not_named(kept, said)
         )
     return kept, why
 
