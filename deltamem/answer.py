@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from deltamem.llm.base import LLM
+from deltamem.manager.dates import annotate
 from deltamem.porter import stem
 from deltamem.text import clip, stems_of, terms
 from deltamem.types import SearchHit
@@ -44,7 +45,9 @@ def memory_lines(hits: list[SearchHit], order: Order = "date") -> tuple[list[str
     """Facts ("date | fact") and conversation excerpts ("date | speaker: words"),
     each tier oldest first ("date": "the most recent" is where the model looks
     last), newest first ("newest": where a small model looks first), or as search
-    ranked them ("relevance": the best match first)."""
+    ranked them ("relevance": the best match first). An excerpt's relative time
+    expressions carry their dates, as the extractor reads a turn ("last week [week
+    of 12 June 2029]"): the 1.5B answerer copied "last week" into its answer."""
     ordered = list(hits)
     if order in ("date", "newest"):
         ordered.sort(key=lambda h: h.memory.timestamp, reverse=order == "newest")
@@ -53,7 +56,7 @@ def memory_lines(hits: list[SearchHit], order: Order = "date") -> tuple[list[str
     ]
     excerpts = [
         f"{h.memory.timestamp:%Y-%m-%d} | {h.speaker or 'user'}: "
-        f"{clip(h.memory.content, EXCERPT_CHARS)}"
+        f"{clip(annotate(h.memory.content, h.memory.timestamp), EXCERPT_CHARS)}"
         for h in ordered
         if h.kind == "episode"
     ]

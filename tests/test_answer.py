@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from deltamem.answer import Answerer, asked_thing, unmentioned
+from deltamem.answer import Answerer, asked_thing, memory_lines, unmentioned
 from deltamem.types import MemoryItem, SearchHit
 from deltamem.yesno import is_yes_no, restates, without_restated_premise
 from tests.fakes import ScoringLLM, ScriptedLLM
@@ -239,3 +239,18 @@ def test_a_name_of_the_person_no_item_gives_is_not_asked_of_the_model() -> None:
     # the thing in other words ("her puppy Rex" for the dog)
     got = Answerer(llm).answer("What is the name of Sarah's dog?", [hit("Sarah's puppy is Rex.")])
     assert got.text == "Martin's middle name is Mark." and len(llm.requests) == 1
+
+
+def test_an_excerpts_relative_dates_carry_their_dates() -> None:
+    # AT is 11 March 2031: the 1.5B answerer copied "yesterday" into its answer
+    facts, excerpts = memory_lines(
+        [
+            hit("I got engaged yesterday, and we marry next month.", kind="episode"),
+            hit("Sarah Garcia got engaged on 10 March 2031."),
+        ]
+    )
+    assert excerpts == [
+        "2031-03-11 | user: I got engaged yesterday [10 March 2031], "
+        "and we marry next month [April 2031]."
+    ]
+    assert facts == ["2031-03-11 | Sarah Garcia got engaged on 10 March 2031."]
