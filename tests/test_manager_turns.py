@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from fakes import T0, ScriptedLLM
 
 from deltamem.embed import Embedder
@@ -336,6 +337,58 @@ def test_each_expression_is_found_beside_another_and_written_as_its_date() -> No
     assert dated("Priya ran a marathon last month", two) == "Priya ran a marathon in October 2026"
     # a preposition of its own keeps the date bare ("since 2024", not "since in 2024")
     assert dated("Priya has run since two years ago", two) == "Priya has run since 2024"
+
+
+@pytest.mark.parametrize(
+    ("said", "at", "found"),
+    [
+        # dateparser resolves neither weekends nor seasons (a Wednesday: LoCoMo's
+        # "the weekend before 13 September 2023")
+        (
+            "I went biking with friends last weekend.",
+            datetime(2023, 9, 13),
+            [("last weekend", "weekend of 9 September 2023")],
+        ),
+        (
+            "We went camping two weekends ago.",
+            datetime(2023, 7, 17),
+            [("two weekends ago", "weekend of 8 July 2023")],
+        ),
+        # from Monday to Thursday "next weekend" is the coming one, from Friday the one after
+        (
+            "See you next weekend!",
+            datetime(2023, 7, 17),
+            [("next weekend", "weekend of 22 July 2023")],
+        ),
+        (
+            "See you next weekend!",
+            datetime(2023, 7, 21),
+            [("next weekend", "weekend of 29 July 2023")],
+        ),
+        ("We marry next spring.", datetime(2031, 9, 10), [("next spring", "spring 2032")]),
+        # said in September, "last summer" has just ended; said in July, it is last year's
+        ("I moved there last summer.", datetime(2031, 9, 10), [("last summer", "summer 2031")]),
+        ("I moved there last summer.", datetime(2031, 7, 10), [("last summer", "summer 2030")]),
+        # a winter is named by its December
+        ("Last winter was cold.", datetime(2032, 1, 15), [("Last winter", "winter 2030")]),
+        (
+            "I went there last year and last weekend too.",
+            datetime(2031, 9, 10),
+            [("last year", "2030"), ("last weekend", "weekend of 6 September 2031")],
+        ),
+    ],
+)
+def test_weekends_and_seasons_are_resolved_in_code(
+    said: str, at: datetime, found: list[tuple[str, str]]
+) -> None:
+    assert relative_dates(said, at) == found
+
+
+def test_a_fact_on_a_weekend_is_written_with_it() -> None:
+    found = relative_dates("Sofia and I got engaged last weekend!", datetime(2031, 9, 10))
+    assert dated("Luis got engaged last weekend", found) == (
+        "Luis got engaged on the weekend of 6 September 2031"
+    )
 
 
 def test_a_fact_that_copies_a_relative_expression_is_stored_with_the_date(

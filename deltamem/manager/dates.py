@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import date, datetime, timedelta
 
 _RELATIVE = re.compile(
     r"\b(yesterday|today|tonight|tomorrow|ago|last|next|this|coming|past|in \d+|in (?:a|an|one|"
@@ -41,6 +41,63 @@ def _format(phrase: str, when: datetime) -> str:
 _CLAUSES = re.compile(r"[.,;:!?]+|\band\b|\bbut\b")
 
 
+# what dateparser does not resolve: weekends ("last weekend", "two weekends ago") and
+# seasons ("next spring"); northern seasons by month, winter named by its December
+_WEEKEND = re.compile(
+    r"\b(?:(?P<which>last|this|next|past|coming)\s+weekend"
+    r"|(?P<n>two|three|four|\d+)\s+weekends\s+ago)\b",
+    re.IGNORECASE,
+)
+_SEASON = re.compile(
+    r"\b(?P<which>last|this|next|past|coming)\s+(?P<season>spring|summer|fall|autumn|winter)\b",
+    re.IGNORECASE,
+)
+_SEASON_START = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
+_COUNT = {"two": 2, "three": 3, "four": 4}
+
+
+def _weekend(m: re.Match[str], at: date) -> str:
+    """The weekend meant, named by its Saturday: "last weekend" on a Wednesday is
+    the one three days before; "next weekend" from Monday to Thursday the coming one,
+    from Friday on the one after."""
+    coming = at + timedelta(days=5 - at.weekday())  # this week's Saturday
+    which = (m.group("which") or "").lower()
+    if m.group("n"):
+        n = m.group("n").lower()
+        saturday = coming - timedelta(weeks=_COUNT.get(n) or int(n))
+    elif which in ("last", "past"):
+        saturday = coming - timedelta(weeks=1)
+    elif which == "next" and at.weekday() >= 4:
+        saturday = coming + timedelta(weeks=1)
+    else:
+        saturday = coming
+    return f"weekend of {saturday.day} {saturday:%B %Y}"
+
+
+def _season(m: re.Match[str], at: date) -> str:
+    """The season meant, by its year: "last summer" in September is the one just
+    ended, in July the year before's; "next spring" the first one to start after."""
+    season = m.group("season").lower()
+    which = m.group("which").lower()
+    first = _SEASON_START[season]
+    # this year's occurrence: winter is named by its December, so January's is last year's
+    year = at.year - 1 if season == "winter" and at.month < 3 else at.year
+    start = date(year, first, 1)
+    end = date(year + 1, 3, 1) if season == "winter" else date(year, first + 3, 1)
+    if which in ("last", "past") and end > at:
+        year -= 1
+    elif which in ("next", "coming") and start <= at:
+        year += 1
+    return f"{'autumn' if season == 'fall' else season} {year}"
+
+
+def _dateparser_misses(clause: str, at: datetime) -> list[tuple[int, str, str]]:
+    day = at.date()
+    found = [(m.start(), m.group(), _weekend(m, day)) for m in _WEEKEND.finditer(clause)]
+    found += [(m.start(), m.group(), _season(m, day)) for m in _SEASON.finditer(clause)]
+    return found
+
+
 def relative_dates(text: str, at: datetime) -> list[tuple[str, str]]:
     """(the expression as written, its date) for each relative time expression of
     `text`, in order, resolved against `at`."""
@@ -59,12 +116,17 @@ def relative_dates(text: str, at: datetime) -> list[tuple[str, str]]:
                 languages=["en"],
                 settings={"RELATIVE_BASE": base, "RETURN_AS_TIMEZONE_AWARE": False},
             )
-        except Exception:  # dateparser raises on odd input; the clause is read as is
-            continue
-        for phrase, when in found or []:
-            relative = _RELATIVE.search(phrase) and _UNIT.search(phrase)
-            if relative or "ago" in phrase.lower():
-                out.append((phrase, _format(phrase, when)))
+        except Exception:  # dateparser raises on odd input: only the rules below read it
+            found = []
+        here = [
+            (clause.find(phrase), phrase, _format(phrase, when))
+            for phrase, when in found or []
+            if (_RELATIVE.search(phrase) and _UNIT.search(phrase)) or "ago" in phrase.lower()
+        ]
+        missed = _dateparser_misses(clause, base)
+        # dateparser may take "last weekend" for a day of its own: the rule wins
+        here = [h for h in here if not any(a <= h[0] < a + len(p) for a, p, _ in missed)]
+        out.extend((phrase, when) for _, phrase, when in sorted(here + missed))
     return out
 
 
@@ -96,8 +158,8 @@ def dated(fact: str, found: Sequence[tuple[str, str]]) -> str:
         m = re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)(?:\s*\[[^\]]*\])?", fact, re.I)
         if m is None:
             continue
-        if when.startswith("week of"):
-            said = f"in the {when}"
+        if when.startswith(("week of", "weekend of")):
+            said = f"in the {when}" if when.startswith("week of") else f"on the {when}"
         elif when[0].isdigit() and not when.isdigit():
             said = f"on {when}"
         else:
