@@ -29,6 +29,12 @@ S1 = (
         ("my major is Political Science", None),  # an attribute of theirs
         ("Miso is fine", None),
         ("half an hour every evening", None),
+        # someone named, doing something; a noun or a place in a state is not someone
+        ("Nora picked the name", "other"),
+        ("Tomás cooks every night", "other"),
+        ("Kyoto was magical", None),
+        ("Pottery relaxes after work", None),
+        ("The tools need to be user-friendly", None),
     ],
 )
 def test_who_a_clause_is_about(clause: str, who: str | None) -> None:
@@ -231,3 +237,11 @@ def test_a_spouse_the_person_did_not_name_is_refused(fact: str, said: str, name:
 )
 def test_a_spouse_named_as_such_stays(fact: str, said: str) -> None:
     assert check_fact(fact, PRIYA, said, None) == (fact, None)
+
+
+def test_what_a_named_other_did_is_not_the_persons() -> None:
+    said = "We adopted a cat yesterday, a grey tabby named Biscuit. Nora picked the name."
+    fact = "Priya Raman picked the name Nora for the cat"
+    assert check_fact(fact, PRIYA, said, None) == (fact, "said of someone else, not the person")
+    kept = "Priya Raman adopted a grey tabby named Biscuit"
+    assert check_fact(kept, PRIYA, said, None) == (kept, None)

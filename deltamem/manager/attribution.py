@@ -16,6 +16,8 @@ from __future__ import annotations
 import itertools
 import re
 
+from lemminflect import getAllLemmas  # type: ignore[import-untyped]
+
 from deltamem.porter import stem
 from deltamem.text import STOPWORDS, sentences, stems_of, terms, words
 
@@ -107,9 +109,24 @@ def clause_subject(clause: str) -> str | None:
             return None
         acts = any(t in _VERBS or (len(t) > 3 and t.endswith(("s", "ed"))) for t in tokens[2:6])
         return "other" if acts else None
-    if any(t in _OTHER for t in tokens[:_LEAD]):
+    if any(t in _OTHER for t in tokens[:_LEAD]) or _named_doer(clause):
         return "other"
     return None
+
+
+def _named_doer(clause: str) -> bool:
+    """Whether a clause opens with someone's name and what they did ("Nora picked the
+    name", "Tomás cooks every night"). A name is a capitalised word the lexicon does
+    not know ("Pottery relaxes me" opens with a noun); a state ("Kyoto was magical")
+    is no doing."""
+    m = re.match(r"\s*([A-Z][\w'’-]+)\s+([a-z]+)\b", clause)
+    name = m.group(1).lower() if m else ""
+    if not name or name in STOPWORDS or getAllLemmas(name):  # "The", "Pottery": no name
+        return False
+    verb = m.group(2) if m else ""
+    return verb not in _COPULA and (
+        verb in _VERBS or (len(verb) > 3 and verb.endswith(("s", "ed")))
+    )
 
 
 def _head(clause: str) -> set[str]:
