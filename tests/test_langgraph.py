@@ -7,6 +7,7 @@ import asyncio
 import importlib.util
 import warnings
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -114,7 +115,9 @@ def test_a_turn_is_saved_after_the_model_and_recalled_before_it_in_a_new_thread(
     shown = model.seen[1]
     assert isinstance(shown[0], SystemMessage) and shown[1:] == out["messages"][:1]
     assert f"Facts:\n- {session.timestamp:%Y-%m-%d} | {OSLO}" in shown[0].content
-    assert "user: I moved to Oslo last month." in shown[0].content  # a dated excerpt
+    # a dated excerpt, its "last month" resolved against the day it was said
+    month = (session.timestamp.replace(day=1) - timedelta(days=1)).strftime("%B %Y")
+    assert f"user: I moved to Oslo last month [{month}]." in shown[0].content
     # ... for the model only: the thread's history has no system message
     assert [type(m) for m in out["messages"]] == [HumanMessage, AIMessage]
 
