@@ -137,6 +137,11 @@ def test_a_fact_of_too_few_shared_words_is_not_judged() -> None:
             "I'll measure success through team feedback and morale.",
         ),
         ("Priya Raman is married in Lisbon", "We want to marry in Lisbon next summer."),
+        # one content word ("someone" names nothing): its clause is where that word is
+        (
+            "Priya Raman is married to someone",
+            "We want to marry in Lisbon next summer, near his family.",
+        ),
         (
             "Priya Raman encourages community engagement through simplicity",
             "I hope to encourage community engagement through simplicity.",
@@ -192,8 +197,6 @@ def test_a_dislike_read_into_a_request_is_refused() -> None:
 @pytest.mark.parametrize(
     ("fact", "said"),
     [
-        # the liking is left: the request does say movies matter to her
-        ("Priya Raman likes movies", OPENER),
         # a taste voiced beside the request
         ("Priya Raman dislikes raw fish", "I'd love to try sushi, but I hate raw fish."),
         (

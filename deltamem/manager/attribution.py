@@ -71,6 +71,10 @@ _HAVING = re.compile(
 _LEAD = 4  # a clause's subject is among its first few words ("Honestly, she ...")
 _LEADING = 3  # a fact's first content words, which name what it says
 _MIN_SHARED = 2  # of those, how many a clause must hold to be the fact's source
+# words that name nothing in particular: "married to someone" says only "married"
+_VAGUE = frozenset(
+    stem(w) for w in "someone somebody something somewhere anyone anybody anything".split()
+)
 
 
 def _norm(word: str) -> str:
@@ -187,13 +191,13 @@ def said_of_another(fact: str, subject: str, said: str) -> str | None:
     return None
 
 
-def source_clauses(fact: str, said: str) -> list[tuple[str, str | None]]:
+def source_clauses(fact: str, said: str, least: int = _MIN_SHARED) -> list[tuple[str, str | None]]:
     """The clauses of the person's message a fact was written from (`subjects`):
     those holding most of its first content words, then most of all its words;
-    none when no clause holds two of its first words."""
+    none when no clause holds `least` of its first words."""
     clauses = subjects(said)
     leading = _leading(fact)
-    if not clauses or len(leading) < _MIN_SHARED:
+    if not clauses or len(leading) < least:
         return []
     fact_stems = stems_of(fact)
     shared = []
@@ -201,7 +205,7 @@ def source_clauses(fact: str, said: str) -> list[tuple[str, str | None]]:
         held = stems_of(c)
         shared.append(((len(leading & held), len(fact_stems & held)), c, who))
     best = max(n for n, _, _ in shared)
-    if best[0] < _MIN_SHARED:
+    if best[0] < least:
         return []
     return [(c, who) for n, c, who in shared if n == best]
 
@@ -214,7 +218,9 @@ def plan_as_done(fact: str, subject: str, said: str) -> str | None:
     if rest is None or _KEEN.search(rest):
         return None
     leading = _leading(rest)
-    sources = source_clauses(rest, said)
+    # a fact of one content word ("is married to someone" from "We want to marry in
+    # Lisbon") has its source in the clause that holds that word
+    sources = source_clauses(rest, said, least=1 if len(leading) == 1 else _MIN_SHARED)
     if sources and all(_wished(c, leading) for c, _ in sources):
         return "a wish or plan written as done"
     return None
@@ -245,8 +251,7 @@ def dislike_from_request(fact: str, subject: str, said: str) -> str | None:
     to share my Movie Preference with you" voices no taste, yet the 1.5B model
     writes both "Sarah likes movies" and "Sarah dislikes movies" from it; the second
     contradicts what she then says. A dislike is refused when the message's only
-    words of liking are in such a request. (The liking is left: HaluMem's own
-    points say as much, "has preferences in Movie Preference".)"""
+    words of liking are in such a request."""
     rest = _doing(fact, subject)
     if rest is None or not _DISLIKE.match(rest) or not _REQUEST.search(said):
         return None
@@ -306,7 +311,7 @@ def _leading(text: str) -> set[str]:
     """The first content words of a fact after the person's name, stemmed: what it
     says they do ("likes adventure novels because they ..." -> adventure, novel)."""
     stems = [stem(t) for t in terms(text, limit=16)]
-    return set([s for s in stems if s not in STOPWORDS][:_LEADING])
+    return set([s for s in stems if s not in STOPWORDS and s not in _VAGUE][:_LEADING])
 
 
 def subjects(said: str) -> list[tuple[str, str | None]]:
