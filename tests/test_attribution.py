@@ -125,8 +125,28 @@ def test_what_the_person_said_of_themselves_is_kept(fact: str, said: str) -> Non
 
 
 def test_a_fact_of_too_few_shared_words_is_not_judged() -> None:
-    # one word in common says nothing about which clause the fact came from
-    assert said_of_another("Priya Raman is tired", PRIYA, "She is tired.") is None
+    # one word in common of two says nothing about which clause the fact came from
+    assert said_of_another("Priya Raman is tired after work", PRIYA, "She is tired.") is None
+
+
+@pytest.mark.parametrize(
+    ("fact", "said"),
+    [
+        # a fact of one content word: the clause that holds it is its source
+        ("Priya Raman is tired", "She is tired."),
+        (
+            "Priya Raman is from Lagos",
+            "My sister Amara came to cheer me on. She's getting married in Lagos next month.",
+        ),
+        ("Priya Raman has potential", "Don't let anything stop you. You have potential!"),
+    ],
+)
+def test_a_fact_of_one_word_is_read_in_the_clause_that_holds_it(fact: str, said: str) -> None:
+    assert said_of_another(fact, PRIYA, said) == "said of someone else, not the person"
+
+
+def test_a_fact_of_one_word_said_of_oneself_stays() -> None:
+    assert said_of_another("Priya Raman is tired", PRIYA, "I am so tired.") is None
 
 
 @pytest.mark.parametrize(

@@ -175,7 +175,7 @@ def said_of_another(fact: str, subject: str, said: str) -> str | None:
     rest = _doing(fact, subject)
     if rest is None:
         return None
-    sources = source_clauses(rest, said)
+    sources = source_clauses(rest, said, least=1 if len(_leading(rest)) == 1 else _MIN_SHARED)
     # "owns a dance studio" from "my dance studio is ...": the fact says the thing is
     # theirs (a verb of having, and the thing named), which the clause does say
     had = stems_of(rest) if _HAVING.match(rest) else set()
