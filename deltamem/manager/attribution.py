@@ -124,10 +124,11 @@ def _named_doer(clause: str) -> bool:
     not know ("Pottery relaxes me" opens with a noun); a state ("Kyoto was magical")
     is no doing."""
     m = re.match(r"\s*([A-Z][\w'’-]+)\s+([a-z]+)\b", clause)
-    name = m.group(1).lower() if m else ""
-    if not name or name in STOPWORDS or getAllLemmas(name):  # "The", "Pottery": no name
+    if m is None:
         return False
-    verb = m.group(2) if m else ""
+    name, verb = m.group(1).lower(), m.group(2)
+    if name in STOPWORDS or getAllLemmas(name):  # "The", "Pottery": no name
+        return False
     return verb not in _COPULA and (
         verb in _VERBS or (len(verb) > 3 and verb.endswith(("s", "ed")))
     )
@@ -175,7 +176,7 @@ def said_of_another(fact: str, subject: str, said: str) -> str | None:
     rest = _doing(fact, subject)
     if rest is None:
         return None
-    sources = source_clauses(rest, said, least=1 if len(_leading(rest)) == 1 else _MIN_SHARED)
+    sources = source_clauses(rest, said)
     # "owns a dance studio" from "my dance studio is ...": the fact says the thing is
     # theirs (a verb of having, and the thing named), which the clause does say
     had = stems_of(rest) if _HAVING.match(rest) else set()
@@ -191,13 +192,15 @@ def said_of_another(fact: str, subject: str, said: str) -> str | None:
     return None
 
 
-def source_clauses(fact: str, said: str, least: int = _MIN_SHARED) -> list[tuple[str, str | None]]:
+def source_clauses(fact: str, said: str) -> list[tuple[str, str | None]]:
     """The clauses of the person's message a fact was written from (`subjects`):
     those holding most of its first content words, then most of all its words;
-    none when no clause holds `least` of its first words."""
+    none when no clause holds two of its first words, or its one word when it has
+    one ("is married to someone" from "We want to marry in Lisbon")."""
     clauses = subjects(said)
     leading = _leading(fact)
-    if not clauses or len(leading) < least:
+    least = min(_MIN_SHARED, len(leading))
+    if not clauses or not leading:
         return []
     fact_stems = stems_of(fact)
     shared = []
@@ -218,9 +221,7 @@ def plan_as_done(fact: str, subject: str, said: str) -> str | None:
     if rest is None or _KEEN.search(rest):
         return None
     leading = _leading(rest)
-    # a fact of one content word ("is married to someone" from "We want to marry in
-    # Lisbon") has its source in the clause that holds that word
-    sources = source_clauses(rest, said, least=1 if len(leading) == 1 else _MIN_SHARED)
+    sources = source_clauses(rest, said)
     if sources and all(_wished(c, leading) for c, _ in sources):
         return "a wish or plan written as done"
     return None

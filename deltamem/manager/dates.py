@@ -158,8 +158,10 @@ def dated(fact: str, found: Sequence[tuple[str, str]]) -> str:
         m = re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)(?:\s*\[[^\]]*\])?", fact, re.I)
         if m is None:
             continue
-        if when.startswith(("week of", "weekend of")):
-            said = f"in the {when}" if when.startswith("week of") else f"on the {when}"
+        if when.startswith("week of"):
+            said = f"in the {when}"
+        elif when.startswith("weekend of"):
+            said = f"on the {when}"
         elif when[0].isdigit() and not when.isdigit():
             said = f"on {when}"
         else:
