@@ -362,10 +362,27 @@ class Memory:
         agent_id: str | None = None,
         tiers: Tiers = "all",
     ) -> list[SearchHit]:
-        """What `answer` reads: `search`'s hits, less the excerpts whose facts a
-        later session changed or ended (deltamem/superseded.py), up to `limit`."""
+        """What `answer` reads. With every tier (the default): the `limit` raw turns
+        a plain search over the turns finds, ranked as the `retrieval` baseline
+        ranks them, and beside them the best `limit // 2` facts, so the facts add
+        to what raw search would show and take no turn's place
+        (`HybridSearcher.beside`). With one tier: `search`'s hits. Either way less
+        what later facts outdated (deltamem/superseded.py, rules OUTDATED_EXCERPT,
+        ENDED_AMONG_HITS, TAKEN_BACK_AMONG_HITS), made up from further down."""
+        rules = self.config.rules
+        if tiers == "all":
+            hits = self.searcher.beside(
+                question,
+                user_id,
+                limit=limit + SUPERSEDED_SPARE,
+                facts=limit // 2,
+                agent_id=agent_id,
+            )
+            kept = without_superseded(self.store, hits, rules)
+            turns = [h for h in kept if h.kind == "episode"][:limit]
+            return turns + [h for h in kept if h.kind == "fact"]
         hits = self.search(question, user_id=user_id, limit=limit, agent_id=agent_id, tiers=tiers)
-        kept = without_superseded(self.store, hits)
+        kept = without_superseded(self.store, hits, rules)
         if len(kept) < len(hits):
             # made up from further down the ranking (searched again: the fused
             # ranking of a longer list differs, so the first search is kept as is
@@ -378,7 +395,9 @@ class Memory:
                 tiers=tiers,
             )
             seen = {h.memory.id for h in hits}
-            extra = [h for h in without_superseded(self.store, more) if h.memory.id not in seen]
+            extra = [
+                h for h in without_superseded(self.store, more, rules) if h.memory.id not in seen
+            ]
             kept += extra[: limit - len(kept)]
         return kept
 

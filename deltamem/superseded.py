@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from deltamem.manager.resolve import ended_values, exact_values, outdated_values, outdates
+from deltamem.rules import DEFAULT, RuleSettings
 from deltamem.store.base import Store
 from deltamem.text import stems_of
 from deltamem.types import SearchHit
@@ -165,16 +166,20 @@ def _ended_before(hit: SearchHit, ended: list[tuple[datetime, set[str]]]) -> boo
     return False
 
 
-def without_superseded(store: Store, hits: list[SearchHit]) -> list[SearchHit]:
-    """`hits` less what later facts outdated (the module's three kinds), in their
-    order; an excerpt that lost sentences is a copy with the rest."""
-    ended = ended_among(hits)
-    taken = taken_back_among(hits)
+def without_superseded(
+    store: Store, hits: list[SearchHit], rules: RuleSettings = DEFAULT
+) -> list[SearchHit]:
+    """`hits` less what later facts outdated (the module's three kinds, each a rule
+    that `rules` can switch off), in their order; an excerpt that lost sentences is
+    a copy with the rest."""
+    ended = ended_among(hits) if rules.on("ENDED_AMONG_HITS") else []
+    taken = taken_back_among(hits) if rules.on("TAKEN_BACK_AMONG_HITS") else []
+    by_provenance = rules.on("OUTDATED_EXCERPT")
     cache: dict[tuple[str, str | None, str], Outdated] = {}
     kept: list[SearchHit] = []
     for hit in hits:
         m = hit.memory
-        if hit.kind == "episode" and m.session_id:
+        if by_provenance and hit.kind == "episode" and m.session_id:
             key = (m.user_id, m.agent_id, m.session_id)
             if key not in cache:
                 cache[key] = outdated(store, m.user_id, m.session_id, m.agent_id)

@@ -74,6 +74,7 @@ class Operation(BaseModel):
     memory_type: MemoryType | None = None
     turns: list[int] = Field(default_factory=list)
     note: str | None = None  # why an operation was turned into `none`, when it was
+    rule: str | None = None  # the code of the rule that refused or rewrote it (deltamem.rules)
 
 
 class HistoryEntry(BaseModel):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from deltamem.manager.attribution import clause_subject, said_of_another, subjects
 from deltamem.manager.extract import check_fact
+from deltamem.rules.attribution import clause_subject, said_of_another, subjects
 
 PRIYA = "Priya Raman"
 S1 = (

@@ -44,14 +44,19 @@ from deltamem.manager.render import (
 from deltamem.manager.resolve import Decide, Resolver
 from deltamem.manager.validate import PendingWrite, Workspace, apply_ops
 from deltamem.retrieval.hybrid import HybridSearcher
+from deltamem.rules import DEFAULT, RULES, RuleSettings
 from deltamem.store.base import PlannedWrite, Store
 from deltamem.text import keywords, leading_name
 from deltamem.timeparse import human_date
 from deltamem.types import MemoryItem, Operation, SessionRecord
 
-NEAR_DUPLICATE = 0.96  # cosine above which an add is taken as restating a memory
-COPIED_UPDATE = 0.9  # cosine to another known memory above which an update is a copy
-UNRELATED_UPDATE = 0.5  # cosine (old vs new sentence) below which an update is mis-aimed
+# the thresholds of the "session" strategy's rules (deltamem.rules.registry), which
+# `ManagerConfig.rules` can move: an add restating a memory (RESTATES_KNOWN), an
+# update copying another memory (UPDATE_COPIES_OTHER), a mis-aimed update
+# (UPDATE_UNRELATED)
+NEAR_DUPLICATE = RULES["RESTATES_KNOWN"].thresholds["cosine"]
+COPIED_UPDATE = RULES["UPDATE_COPIES_OTHER"].thresholds["cosine"]
+UNRELATED_UPDATE = RULES["UPDATE_UNRELATED"].thresholds["cosine"]
 
 
 @dataclass
@@ -76,6 +81,8 @@ class ManagerConfig:
     # A reply past ~15 atomic facts is, with small models, a reply copying the known
     # memories back; the cut keeps its finished operations (llm/jsonrepair.py).
     output_tokens: int = 600
+    # which rules run and at what thresholds (deltamem.rules; docs/rules.md)
+    rules: RuleSettings = field(default_factory=lambda: DEFAULT)
 
     @classmethod
     def from_env(cls) -> ManagerConfig:
@@ -167,13 +174,19 @@ class Manager:
 
     def _plan_by_turns(self, session: SessionRecord, stats: dict[str, float]) -> Plan:
         noops: list[Operation] = []
-        extractor = FactExtractor(self.llm, assistant_words=self.config.assistant_words)
+        rules = self.config.rules
+        extractor = FactExtractor(
+            self.llm, assistant_words=self.config.assistant_words, rules=rules
+        )
         name = self._known_name(session)
         candidates = extractor.extract(session, name, noops)
-        resolver = Resolver(self.llm, self.embedder, self.store, self.config.decide)
+        resolver = Resolver(self.llm, self.embedder, self.store, self.config.decide, rules)
         writes, calls = resolver.resolve(session, candidates, noops, name)
         stats["llm_calls"] += sum(m.role == "user" for m in session.messages) + calls
         stats["chunks"] = 1
+        for op in noops:
+            if op.rule:
+                stats[f"rule.{op.rule}"] = stats.get(f"rule.{op.rule}", 0) + 1
         return Plan(writes, noops, stats)
 
     def _known_name(self, session: SessionRecord) -> str | None:
@@ -272,7 +285,9 @@ class Manager:
                 check=schema.check_operations,
             )
             stats["llm_calls"] += 1
-        apply_ops(ws, reply["operations"], chunk=n)  # the last call allowed no search
+        apply_ops(
+            ws, reply["operations"], chunk=n, rules=c.rules
+        )  # the last call allowed no search
 
     # --- from decisions to writes -------------------------------------------------
     def _finish(
@@ -308,6 +323,14 @@ class Manager:
                 kept.append(vec)
         return writes
 
+    def _cut(self, code: str) -> float:
+        """The cosine threshold of a session-strategy rule; switched off, a cut no
+        cosine reaches (or, for UPDATE_UNRELATED, none falls under)."""
+        rule = RULES[code]
+        if not self.config.rules.on(code):
+            return -2.0 if code == "UPDATE_UNRELATED" else 2.0
+        return self.config.rules.threshold(rule, "cosine")
+
     def _copied_updates(self, ws: Workspace, vecs: np.ndarray) -> set[int]:
         """Updates whose new sentence restates a different known memory: a small model
         writing the list of known memories back under shifted ids. Applying them would
@@ -321,13 +344,16 @@ class Manager:
         for i in updates:
             sims = known @ vecs[i]
             for j in np.argsort(-sims)[:2]:
-                if others[j].id != ws.pending[i].memory_id and sims[j] >= COPIED_UPDATE:
+                if others[j].id != ws.pending[i].memory_id and sims[j] >= self._cut(
+                    "UPDATE_COPIES_OTHER"
+                ):
                     ws.noops.append(
                         Operation(
                             op="none",
                             memory_id=ws.pending[i].memory_id,
                             content=ws.pending[i].content,
                             note=f"update copies memory {others[j].id}; dropped",
+                            rule="UPDATE_COPIES_OTHER",
                         )
                     )
                     dropped.add(i)
@@ -343,13 +369,14 @@ class Manager:
             return
         olds = self.embedder.embed([p.base.content for _, p in updates])  # type: ignore[union-attr]
         for (i, p), old in zip(updates, olds, strict=True):
-            if float(old @ vecs[i]) < UNRELATED_UPDATE:
+            if float(old @ vecs[i]) < self._cut("UPDATE_UNRELATED"):
                 ws.noops.append(
                     Operation(
                         op="none",
                         memory_id=p.memory_id,
                         content=p.content,
                         note="update unrelated to its target; kept as add",
+                        rule="UPDATE_UNRELATED",
                     )
                 )
                 p.op, p.memory_id, p.base = "add", None, None
@@ -363,18 +390,22 @@ class Manager:
         ws: Workspace,
     ) -> bool:
         """An add nearly identical to a stored memory or to another add of this session."""
-        if any(float(k @ vec) >= NEAR_DUPLICATE for k in kept):
-            ws.noops.append(Operation(op="none", content=p.content, note="duplicate add"))
+        cut = self._cut("RESTATES_KNOWN")
+        if any(float(k @ vec) >= cut for k in kept):
+            ws.noops.append(
+                Operation(op="none", content=p.content, note="duplicate add", rule="RESTATES_KNOWN")
+            )
             return True
         top = self.store.dense_search(session.user_id, vec, 1, session.agent_id)
         updated = {q.memory_id for q in ws.pending if q.op == "update"}
-        if top and top[0][1] >= NEAR_DUPLICATE and top[0][0] not in updated:
+        if top and top[0][1] >= cut and top[0][0] not in updated:
             ws.noops.append(
                 Operation(
                     op="none",
                     memory_id=top[0][0],
                     content=p.content,
                     note="add restates a known memory",
+                    rule="RESTATES_KNOWN",
                 )
             )
             return True

@@ -6,42 +6,34 @@ with the assistant's message before it as context and nothing else, it writes th
 facts that message states. Each call is short, its reply capped (at most six
 facts), and its static instructions come first so the KV cache serves them.
 
-Every fact is checked in code before it goes on: it must be in the third person,
-name the person, and be grounded in the turn (most of its content words occur in
-what was said, and a good part of them in the person's own message), which
-refuses invented facts and the assistant's suggestions recast as the person's.
+Every fact then goes through the fact rules (`deltamem.rules`: in the third
+person, names the person, grounded in the turn, the person's own, not a wish
+written as done, ...); what they refuse goes on as a `none` operation carrying the
+rule's code.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, StrictStr
 
 from deltamem.llm.base import LLM, ChatMessage
-from deltamem.manager.atomise import first_person, name_subject, split_facts
-from deltamem.manager.attribution import (
-    dislike_from_request,
-    plan_as_done,
-    said_of_another,
-    spouse_not_named,
-)
+from deltamem.manager.atomise import name_subject, split_facts
 from deltamem.manager.dates import annotate, dated, relative_dates
 from deltamem.manager.render import template
-from deltamem.porter import stem
-from deltamem.text import shorten, stems_of, terms, words
+from deltamem.rules import DEFAULT, RuleSettings, Verdict, check
+from deltamem.rules.grounding import content_stems, person_stems
+from deltamem.rules.language import ENGLISH, language_name, language_of
+from deltamem.rules.whose import unsaid_label  # noqa: F401  (tests and the judges read it here)
+from deltamem.text import STOPWORDS, shorten, stems_of
 from deltamem.timeparse import human_date
-from deltamem.types import MAX_MEMORY_CHARS, Message, Operation, SessionRecord
+from deltamem.types import Message, Operation, SessionRecord
 
 MAX_FACTS = 6  # per user turn: the reply's cap, and what ends a repeating reply
-GROUNDED = 0.5  # share of a fact's content words that must occur in the turn
-# ... and in the person's own message alone, unless it answers the assistant's
-# question: a fact made of the assistant's words (its suggestions, its praise) is
-# not something the person said of themselves
-OWN_WORDS = 0.4
-OWN_WORDS_ANSWERING = 0.3
 UNNAMED = "The user"
 
 SCHEMA = {
@@ -50,40 +42,17 @@ SCHEMA = {
     "required": ["facts"],
 }
 _NAME_IS = re.compile(r"\bname is ([A-Z][\w'’-]+(?: [A-Z][\w'’-]+){0,2})")
-# a self-introduction in the person's own words: "I'm Priya Raman", "call me Priya";
-# "I'm" takes two capitalised words, so "I'm Canadian" names nobody
+# a self-introduction in the person's own words: "I'm Priya Raman", "call me Priya",
+# "I'm Martin." (one name, then the sentence ends), "Martin here"; "I'm Canadian"
+# and "I'm Tired" name nobody (`_a_name`)
 _INTRODUCED = re.compile(
     r"\b(?:I['’]m|I am) ([A-Z][a-z'’-]+ [A-Z][\w'’-]+)\b"
     r"|\b(?:[Cc]all me|[Mm]y name['’]s) ([A-Z][\w'’-]+(?: [A-Z][\w'’-]+)?)\b"
+    r"|\b(?:I['’]m|I am) ([A-Z][a-z'’-]+)(?=\s*(?:[.!,;]|$|\s(?:and|from|here)\b))"
+    r"|^\W*(?:(?:Hi|Hey|Hello)\W+)?([A-Z][a-z'’-]+) here\b"
 )
 _SYSTEM = template("extract_system.txt").substitute().strip()
 _TURN = template("extract_turn.txt")
-# words a fact may add to what was said without inventing anything
-_FREE = frozenset(
-    "user person name named called january february march april may june july august "
-    "september october november december week weekend month year day date".split()
-)
-
-
-_FREE_STEMS = frozenset(stem(w) for w in _FREE)
-# "<person> is a/an <label>", the label ending where a clause about them begins
-_LABEL = re.compile(
-    r"^(?P<subject>.+?)\s+(?:is|was)\s+an?\s+(?P<label>.+?)"
-    r"(?:(?:,\s*|\s+)(?:who|that)\s+(?P<clause>.+?)|,?\s+and\s+(?P<verb>\w*[^s\W]s)(?P<rest>\s.*?)"
-    r"|,.*|\s+and\s+.*)?\.?$"
-)
-# label words that call the person nothing in particular
-_PLAIN_LABEL = frozenset(stem(w) for w in "person individual someone".split())
-
-
-def person_stems(subject: str) -> set[str]:
-    """Stems of the words that name the person ("user" always does)."""
-    return {stem(w.lower()) for w in words(subject)} - {"the"} | {"user"}
-
-
-def content_stems(fact: str, names: set[str]) -> set[str]:
-    """A fact's content words, stemmed, less the person's name and the free words."""
-    return {stem(t) for t in terms(fact, limit=64)} - names - _FREE_STEMS
 
 
 class FactsReply(BaseModel):
@@ -108,12 +77,27 @@ def name_in(texts: list[str]) -> str | None:
 
 
 def introduced_name(messages: list[str]) -> str | None:
-    """A name the person gives for themselves ("Hi, I'm Priya Raman")."""
+    """A name the person gives for themselves ("Hi, I'm Priya Raman", "I'm
+    Martin.", "Martin here")."""
     for text in messages:
-        m = _INTRODUCED.search(text)
-        if m:
-            return m.group(1) or m.group(2)
+        for m in _INTRODUCED.finditer(text):
+            name = m.group(1) or m.group(2) or m.group(3) or m.group(4)
+            if m.group(1) or m.group(2) or _a_name(name):
+                return name
     return None
+
+
+def _a_name(word: str) -> bool:
+    """A first name a names list knows, not a stopword ("Martin", "Jo"; not
+    "Canadian", "Tired" or "Sorry")."""
+    return word.lower() not in STOPWORDS and _first_names().get_gender(word) != "unknown"
+
+
+@lru_cache(maxsize=1)
+def _first_names() -> Any:
+    import gender_guesser.detector  # type: ignore[import-untyped]  # its first-names list
+
+    return gender_guesser.detector.Detector(case_sensitive=False)
 
 
 @dataclass(frozen=True)
@@ -127,6 +111,7 @@ class TurnPrompt:
     messages: list[ChatMessage]  # system + user message, as sent to the model
     # (expression, date) of each relative time expression of the message
     dates: tuple[tuple[str, str], ...] = ()
+    language: str = ENGLISH  # of the person's message
 
 
 def turn_prompt(
@@ -152,6 +137,11 @@ def turn_prompt(
         if subject == UNNAMED
         else f"The person is called {subject}."
     )
+    language = language_of(text)
+    if language != ENGLISH and (named := language_name(language)):
+        # English prompts stay as they were; a Spanish turn gets Spanish facts, which
+        # the grounding rules can read against its words
+        who += f" The message is in {named}: write the facts in {named}."
     prompt = _TURN.substitute(
         date=human_date(session.timestamp),
         who=who,
@@ -165,6 +155,7 @@ def turn_prompt(
         said=said,
         before=before,
         dates=dates,
+        language=language,
         messages=[
             {"role": "system", "content": _SYSTEM},
             {"role": "user", "content": prompt},
@@ -193,83 +184,22 @@ def reply_facts(reply: dict[str, Any], subject: str) -> list[str]:
 def check_fact(
     fact: str, subject: str, said: str, before: Message | None
 ) -> tuple[str, str | None]:
-    """The checks a fact written for a turn goes through, as the manager and the
-    training reward (deltamem/train/grpo) both apply them: the fact as kept (an
-    unsaid label dropped, `unsaid_label`) and why it is refused (None: kept)."""
-    own = stems_of(said)
-    heard = own | (stems_of(before.content) if before else set())
-    kept, why = unsaid_label(fact, subject, heard)
-    if kept is None:
-        return fact, why
-    # an answer to the assistant's question makes the question's words the person's
-    # ("How long have you lived in Bergen?" "Five years now."); its suggestions and
-    # praise do not
-    answered = before is not None and "?" in before.content
-    why = _refusal(kept, subject, own, heard, answered)
-    if why is None:
-        why = (
-            said_of_another(kept, subject, said)
-            or plan_as_done(kept, subject, said)
-            or dislike_from_request(kept, subject, said)
-            or spouse_not_named(kept, said)
-        )
-    return kept, why
+    """The fact-stage rules on a fact written for a turn, all on (`check_written`
+    with the settings): the fact as kept and why it is refused (None: kept)."""
+    verdict = check_written(fact, subject, said, before)
+    return verdict.fact, verdict.why
 
 
-def _refusal(fact: str, subject: str, own: set[str], heard: set[str], answered: bool) -> str | None:
-    """Why a fact is refused (None: it is kept); `own`: stems of the person's
-    message, `heard`: those and the assistant's message before it."""
-    if len(fact) > MAX_MEMORY_CHARS:
-        return "fact too long"
-    if len(fact.split()) < 3:
-        return "fragment, not a fact"
-    if first_person(fact):
-        return "first person: the user's words, not a fact about them"
-    names = person_stems(subject)
-    if not {stem(w.lower()) for w in words(fact)} & names:
-        return "does not name the person"
-    content = content_stems(fact, names)
-    if not content:
-        return "says nothing about the person"
-    if len(content & heard) / len(content) < GROUNDED:
-        return "not grounded in the conversation"
-    if len(content & own) / len(content) < (OWN_WORDS_ANSWERING if answered else OWN_WORDS):
-        return "the assistant's words, not the person's"
-    return None
-
-
-def unsaid_label(fact: str, subject: str, heard: set[str]) -> tuple[str | None, str | None]:
-    """A fact that calls the person something ("is a cat lover", "is a fashion
-    designer", "is a personal growth advocate") with a word neither they nor the
-    assistant used in the turn is the model's summary, and often wrong: the 1.5B
-    model turns "my online clothes store" into "a fashion designer" and a liking into
-    "an enthusiast". Such a label is dropped: the clause about the person that
-    follows it stays ("is a cat lover who enjoys learning about breeds" -> "enjoys
-    learning about breeds"); a label alone is refused. `heard`: stems of the turn and
-    the assistant's message before it. Returns (fact, None) to keep, possibly
-    rewritten, or (None, why) to refuse."""
-    m = _LABEL.match(fact)
-    if m is None or m.group("subject").lower() != subject.lower():
-        return fact, None
-    free = heard | _PLAIN_LABEL | person_stems(subject) | _FREE_STEMS
-    if all(_said(t, free) for t in terms(m.group("label"), limit=64)):
-        return fact, None
-    clause = m.group("clause") or (m.group("verb") and m.group("verb") + m.group("rest"))
-    if clause:
-        return f"{m.group('subject')} {clause.rstrip('.')}", None
-    return None, "calls the person something they did not say"
-
-
-def _said(word: str, heard: set[str]) -> bool:
-    """A label word is said when it or the verb it is made from was: "dancer" by
-    "dance", "leader" by "lead"."""
-    if stem(word) in heard:
-        return True
-    return (
-        word.endswith(("er", "or"))
-        and len(word) > 4
-        and bool({stem(word[:-2]), stem(word[:-1])} & heard)
-    )
+def check_written(
+    fact: str,
+    subject: str,
+    said: str,
+    before: Message | None,
+    settings: RuleSettings = DEFAULT,
+) -> Verdict:
+    """`fact`, written for the person's message `said`, through the fact rules
+    (`deltamem.rules`): as kept, and the refusal's code and detail if refused."""
+    return check(fact, subject, said, before.content if before else None, settings=settings)
 
 
 def news(fact: str, subject: str, said_before: set[str]) -> bool:
@@ -283,10 +213,18 @@ def news(fact: str, subject: str, said_before: set[str]) -> bool:
 
 
 class FactExtractor:
-    def __init__(self, llm: LLM, *, assistant_words: int = 40, max_tokens: int = 240) -> None:
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        assistant_words: int = 40,
+        max_tokens: int = 240,
+        rules: RuleSettings = DEFAULT,
+    ) -> None:
         self.llm = llm
         self.assistant_words = assistant_words
         self.max_tokens = max_tokens
+        self.rules = rules
 
     def extract(
         self, session: SessionRecord, name: str | None, noops: list[Operation]
@@ -332,13 +270,29 @@ class FactExtractor:
         """The checks on one turn's reply: kept facts go to `out`, refused ones to
         `noops`; returns what the person has said so far."""
         for written in reply_facts(reply, asked.subject):
-            fact, reason = check_fact(
-                dated(written, asked.dates), asked.subject, asked.said, asked.before
+            verdict = check(
+                dated(written, asked.dates),
+                asked.subject,
+                asked.said,
+                asked.before.content if asked.before else None,
+                settings=self.rules,
+                language=asked.language,
             )
-            if reason is None and not news(fact, asked.subject, said_before):
-                reason = "says nothing the person had not said earlier in the session"
-            if reason is None:
+            fact, refused = verdict.fact, verdict.refused
+            code, why = (refused.code, refused.detail) if refused else (None, None)
+            if (
+                why is None
+                and self.rules.on("NOTHING_NEW")
+                and not news(fact, asked.subject, said_before)
+            ):
+                code, why = (
+                    "NOTHING_NEW",
+                    "says nothing the person had not said earlier in the session",
+                )
+            if why is None:
                 out.append(Candidate(fact, asked.turn))
             else:
-                noops.append(Operation(op="none", content=fact, turns=[asked.turn], note=reason))
+                noops.append(
+                    Operation(op="none", content=fact, turns=[asked.turn], note=why, rule=code)
+                )
         return said_before | stems_of(asked.said)

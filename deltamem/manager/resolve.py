@@ -29,11 +29,13 @@ from deltamem.llm.base import LLM
 from deltamem.manager.extract import Candidate
 from deltamem.manager.render import template
 from deltamem.porter import stem
+from deltamem.rules import DEFAULT, RULES, RuleSettings
 from deltamem.store.base import PlannedWrite, Store
 from deltamem.text import STOPWORDS, keywords, negated, plain_numbers, terms
 from deltamem.types import Operation, SessionRecord
 
-DUPLICATE = 0.95  # cosine at or above which a fact restates a memory
+# cosine at or above which a fact restates a memory (rule RESTATES_KNOWN's default)
+DUPLICATE = RULES["RESTATES_KNOWN"].thresholds["cosine"]
 RELATED = 0.4  # cosine (names left out) below which a memory is not worth asking about
 NEAREST = 3  # memories shown with a new fact
 # words of a date: a swap of these alone is another event, not a changed value
@@ -228,11 +230,21 @@ def verdicts(n: int) -> list[str]:
 
 
 class Resolver:
-    def __init__(self, llm: LLM, embedder: Embedder, store: Store, decide: Decide = "code") -> None:
+    def __init__(
+        self,
+        llm: LLM,
+        embedder: Embedder,
+        store: Store,
+        decide: Decide = "code",
+        rules: RuleSettings = DEFAULT,
+    ) -> None:
         self.llm = llm
         self.embedder = embedder
         self.store = store
         self.decide = decide
+        self.rules = rules
+        self._repeat = rules.threshold(RULES["REPEATS_SESSION_FACT"], "cosine")
+        self._restate = rules.threshold(RULES["RESTATES_KNOWN"], "cosine")
         self._system = template("resolve_system.txt").substitute().strip()
         self._fact = template("resolve_fact.txt")
 
@@ -256,8 +268,9 @@ class Resolver:
         writes: list[PlannedWrite] = []
         calls = 0
         for cand, vec, bare_vec in zip(candidates, vecs, bare, strict=True):
-            if any(
-                float(w.embedding @ vec) >= DUPLICATE and same_values(w.content, cand.content, name)
+            if self.rules.on("REPEATS_SESSION_FACT") and any(
+                float(w.embedding @ vec) >= self._repeat
+                and same_values(w.content, cand.content, name)
                 for w in writes
             ):
                 noops.append(
@@ -266,6 +279,7 @@ class Resolver:
                         content=cand.content,
                         turns=[cand.turn],
                         note="repeats a fact of this session",
+                        rule="REPEATS_SESSION_FACT",
                     )
                 )
                 continue
@@ -273,8 +287,13 @@ class Resolver:
             # nearly the same sentence is a duplicate, unless a value differs
             # ("earns 3,100 GBP" / "earns 3,600 GBP" are 0.97 alike)
             top = options[0] if options else None
-            if top and top.score >= DUPLICATE and same_values(top.content, cand.content, name):
-                noops.append(self._noop(cand, top, "restates a known memory"))
+            if (
+                self.rules.on("RESTATES_KNOWN")
+                and top
+                and top.score >= self._restate
+                and same_values(top.content, cand.content, name)
+            ):
+                noops.append(self._noop(cand, top, "restates a known memory", "RESTATES_KNOWN"))
                 continue
             related = self._related(options, bare_vec, name)
             verdict = "new"
@@ -284,16 +303,28 @@ class Resolver:
                 verdict = self._ask(session, cand, related)
                 calls += 1
             kind, _, number = verdict.partition(" ")
+            if kind == "same" and not self.rules.on("SAME_AS_KNOWN"):
+                kind = "new"
             if kind == "new":
                 writes.append(self._write("add", cand, vec))
                 continue
             target = related[int(number) - 1]
             if kind == "same":
-                noops.append(self._noop(cand, target, "the same as a known memory"))
-            elif kind == "changes" and loses_details(target.content, cand.content, name):
+                noops.append(
+                    self._noop(cand, target, "the same as a known memory", "SAME_AS_KNOWN")
+                )
+            elif (
+                kind == "changes"
+                and self.rules.on("UPDATE_LOSES_DETAILS")
+                and loses_details(target.content, cand.content, name)
+            ):
                 # the update would erase what is still true of the old memory: both stay,
                 # dated, and the answerer takes the newer where they disagree
-                noops.append(self._noop(cand, target, "update would drop details; added"))
+                noops.append(
+                    self._noop(
+                        cand, target, "update would drop details; added", "UPDATE_LOSES_DETAILS"
+                    )
+                )
                 writes.append(self._write("add", cand, vec))
             else:
                 writes.append(self._write("update", cand, vec, target.memory_id))
@@ -356,7 +387,12 @@ class Resolver:
         )
 
     @staticmethod
-    def _noop(cand: Candidate, target: _Option, why: str) -> Operation:
+    def _noop(cand: Candidate, target: _Option, why: str, rule: str) -> Operation:
         return Operation(
-            op="none", memory_id=target.memory_id, content=cand.content, turns=[cand.turn], note=why
+            op="none",
+            memory_id=target.memory_id,
+            content=cand.content,
+            turns=[cand.turn],
+            note=why,
+            rule=rule,
         )

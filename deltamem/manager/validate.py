@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deltamem.manager.atomise import drop_quotes, split_facts
+from deltamem.rules import DEFAULT, RuleSettings
 from deltamem.text import normalise
 from deltamem.types import MAX_MEMORY_CHARS, MemoryItem, MemoryType, Operation
 
@@ -60,7 +61,9 @@ def clean(content: Any) -> str:
     return " ".join(str(content or "").split())
 
 
-def apply_ops(ws: Workspace, raw_ops: list[dict[str, Any]], chunk: int = 0) -> None:
+def apply_ops(
+    ws: Workspace, raw_ops: list[dict[str, Any]], chunk: int = 0, rules: RuleSettings = DEFAULT
+) -> None:
     """Validate the agent's raw operations for one chunk into the workspace."""
     pending_by_short = dict(ws.pending_adds())
     for raw in raw_ops:
@@ -119,13 +122,16 @@ def apply_ops(ws: Workspace, raw_ops: list[dict[str, Any]], chunk: int = 0) -> N
             # the id was never shown: never touch an unseen memory, keep the fact as new
             note = f"update of unknown id {short!r} kept as add"
             ws.noops.append(Operation(op="none", content=content, note=note))
-        facts, quotes = drop_quotes(split_facts(content))
+        facts, quotes = split_facts(content), []
+        if rules.on("QUOTED_FIRST_PERSON"):
+            facts, quotes = drop_quotes(facts)
         for quote in quotes:
             ws.noops.append(
                 Operation(
                     op="none",
                     content=quote,
                     note="first-person sentence (the user quoted, not a fact) dropped",
+                    rule="QUOTED_FIRST_PERSON",
                 )
             )
         for fact in facts:
@@ -143,6 +149,7 @@ def _add(ws: Workspace, content: str, mtype: MemoryType | None, chunk: int) -> N
                 memory_id=forms[same],
                 content=content,
                 note="add restates a known memory",
+                rule="RESTATES_KNOWN",
             )
         )
         return

@@ -127,6 +127,37 @@ class HybridSearcher:
         )
         return share_slots(self._fact_hits(fact, limit), self._episode_hits(episode, limit), limit)
 
+    def beside(
+        self,
+        query: str,
+        user_id: str,
+        *,
+        limit: int = 20,
+        facts: int = 10,
+        agent_id: str | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[SearchHit]:
+        """What the answerer reads: the `limit` raw turns a plain search over them
+        finds (by embedding cosine, as the `retrieval` baseline ranks them), and
+        beside them the best `facts` facts (dense and keyword rankings fused). The
+        facts add to the turns and take none of their places, so adding them cannot
+        lose a turn that raw search alone would have shown. Turns first, then facts."""
+        if not query.strip() or limit <= 0:
+            return []
+        vector = self.embedder.embed([query])[0]
+        words = self.query_terms(query, user_id, agent_id)
+        fact, episode = self.store.tier_rankings(
+            user_id,
+            vector,
+            words,
+            max(self.depth, limit * 2),
+            agent_id,
+            filters,
+            facts=facts > 0,
+        )
+        turns = self._episode_hits(TierRanking(dense=episode.dense), limit)
+        return turns + (self._fact_hits(fact, facts) if facts > 0 else [])
+
     def _fact_hits(self, ranked: TierRanking, limit: int) -> list[SearchHit]:
         """The fact tier's best `limit`: dense and keyword rankings fused."""
         fused = rrf([[m for m, _ in ranked.dense], [m for m, _ in ranked.keywords]])[:limit]

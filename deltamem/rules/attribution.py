@@ -18,8 +18,9 @@ import re
 
 from lemminflect import getAllLemmas  # type: ignore[import-untyped]
 
+from deltamem.manager.voice import opens_with_verb
 from deltamem.porter import stem
-from deltamem.text import STOPWORDS, sentences, stems_of, terms, words
+from deltamem.text import STOPWORDS, negated, sentences, stems_of, terms, words
 
 # a message cut into sentences, and those into clauses: at commas, dashes and the
 # words that join clauses
@@ -30,6 +31,9 @@ _CLAUSES = re.compile(
     re.IGNORECASE,
 )
 _SELF = frozenset("i i'm i've i'd i'll me myself we we're we've we'd we'll us ourselves".split())
+# the person as a clause's subject (an object "me" may be anyone's doing)
+_SELF_SUBJECT = frozenset("i i'm i've i'd i'll we we're we've we'd we'll".split())
+_IT = frozenset("it it'll".split())
 _OTHER = frozenset(
     "she he they it you she's he's they're you're she'd he'd they'd you've they've "
     "she'll he'll they'll it'll".split()
@@ -45,6 +49,17 @@ _DUMMY_IT = re.compile(
     re.IGNORECASE,
 )
 _COPULA = frozenset("is are was were has have had been be".split())
+# people a thing of someone's can be ("my dad is a doctor", "my boss runs marathons"):
+# what such a clause says is theirs, not the person's, whatever its verb
+_PEOPLE = frozenset(
+    "mom mum mother dad father parent parents brother brothers sister sisters sibling "
+    "siblings son sons daughter daughters kid kids child children baby wife husband "
+    "spouse partner boyfriend girlfriend fiance fiancé fiancee fiancée friend friends "
+    "bestie boss manager colleague colleagues coworker coworkers co-worker neighbour "
+    "neighbor neighbours neighbors cousin cousins aunt uncle niece nephew grandma "
+    "grandpa grandmother grandfather grandparents roommate flatmate teacher coach "
+    "mentor doctor therapist landlord classmate classmates team teammate teammates".split()
+)
 # verbs that end the noun phrase a clause opens with ("my dance studio is ...")
 _VERBS = _COPULA | frozenset(
     "does do did will would can could may might must provided provides gave gives "
@@ -52,7 +67,8 @@ _VERBS = _COPULA | frozenset(
 )
 # words of a wish, a plan or a possibility, in what was said or in the fact
 _WISH = (
-    r"wants?|wanted|wanna|plans?|planning|planned|hopes?|hoping|hoped|would|'d like|"
+    r"wants?|wanted|wanna|plans?|planning|planned|hopes?|hoping|hoped|would|'d like|'d love|"
+    r"’d like|’d love|"
     r"going to|gonna|will|'ll|intends?|intending|aims?|aiming|thinking (?:about|of)|"
     r"consider(?:s|ing)?|might|may|could|should|wish(?:es)?|dreams? of|try(?:ing)? to|"
     r"next|soon|future|someday|one day|looking to|seek(?:s|ing)? to|aspir\w*"
@@ -101,8 +117,20 @@ def clause_subject(clause: str) -> str | None:
     tokens = _tokens(clause)
     if not tokens:
         return None
-    if any(t in _SELF for t in tokens):
+    if any(t in _SELF_SUBJECT for t in tokens):
         return "self"
+    # another opening the clause as its doer, the person at most its object: "Sharon
+    # always encourages me", "she helps me with homework", "my dad is a doctor"
+    if (
+        any(t in _OTHER and t not in _IT for t in tokens[:_LEAD])
+        or _named_doer(clause)
+        or (tokens[0] in _OWNED and len(tokens) > 1 and tokens[1] in _PEOPLE)
+    ):
+        return "other"
+    if opens_with_verb(clause.strip()):
+        return None  # "..., runs the night shift with me": the clause before says whose
+    if any(t in _SELF for t in tokens):
+        return "self"  # "it helps me set clear goals"
     if _DUMMY_IT.match(clause):
         return None
     if _owned_lead(tokens):
@@ -123,7 +151,11 @@ def _named_doer(clause: str) -> bool:
     name", "Tomás cooks every night"). A name is a capitalised word the lexicon does
     not know ("Pottery relaxes me" opens with a noun); a state ("Kyoto was magical")
     is no doing."""
-    m = re.match(r"\s*([A-Z][\w'’-]+)\s+([a-z]+)\b", clause)
+    m = re.match(
+        r"\s*([A-Z][\w'’-]+)\s+(?:(?:always|often|never|also|still|really|usually|just|"
+        r"sometimes|\w+ly)\s+)?([a-z]+)\b",
+        clause,
+    )
     if m is None:
         return False
     name, verb = m.group(1).lower(), m.group(2)
@@ -182,6 +214,15 @@ def said_of_another(fact: str, subject: str, said: str) -> str | None:
     had = stems_of(rest) if _HAVING.match(rest) else set()
     if sources and all(who == "other" and not (_head(c) & had) for c, who in sources):
         return "said of someone else, not the person"
+    return others_thing(fact, subject, said)
+
+
+def others_thing(fact: str, subject: str, said: str) -> str | None:
+    """Why a fact with "her/his <thing>" is refused where the message says the thing
+    only as someone else's ("near his family"), or None."""
+    rest = _doing(fact, subject)
+    if rest is None:
+        return None
     owned = _owned_things(said)
     for owner, thing, word in _owned_things(rest):
         # "her family" in the fact, only "his family" in the message (a faithful
@@ -256,7 +297,13 @@ def dislike_from_request(fact: str, subject: str, said: str) -> str | None:
     rest = _doing(fact, subject)
     if rest is None or not _DISLIKE.match(rest) or not _REQUEST.search(said):
         return None
-    if _VOICED.search(_REQUEST.sub(" ", said)):
+    rest = _REQUEST.sub(" ", said)
+    if _VOICED.search(rest):
+        return None
+    # "horror films are not for me": a dislike voiced by a negated sentence on the
+    # fact's own topic, without a word of liking
+    topic = stems_of(fact) - stems_of(subject)
+    if any(negated(s) and stems_of(s) & topic for s in sentences(rest)):
         return None
     return "a request ('I'd like to ...') read as a dislike"
 
