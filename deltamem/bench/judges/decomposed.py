@@ -38,7 +38,7 @@ from deltamem.bench.judges.checks import (
 )
 from deltamem.embed.base import Embedder
 from deltamem.llm.base import LLM
-from deltamem.manager.attribution import said_of_another
+from deltamem.rules.attribution import said_of_another
 from deltamem.manager.extract import unsaid_label
 from deltamem.text import stems_of
 from deltamem.train.distance import DEFAULT_TAU
