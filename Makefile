@@ -1,7 +1,7 @@
 # deltamem: two commands set up everything from nothing (see README).
 #   make demo   virtualenv, llama.cpp engine, embedded model + embeddings, then the demo
-#   make test   the same setup plus the train extra, then ruff, mypy (the package) and the
-#               test suite
+#   make test   the same setup plus the train extra, then ruff, mypy (the package), the
+#               import contracts (lint-imports) and the test suite
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -37,12 +37,14 @@ demo: setup
 test: setup setup-train
 	$(VENV)/bin/ruff check deltamem tests benchmarks examples
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q
 
 lint: setup
 	$(VENV)/bin/ruff check deltamem tests benchmarks examples
 	$(VENV)/bin/ruff format --check deltamem tests benchmarks examples
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 bench-search: setup
 	$(PY) benchmarks/search_latency.py --sizes 1000,10000,100000 --json

@@ -27,6 +27,7 @@ from deltamem.cli.main import app  # noqa: E402
 from deltamem.train.export import ExportError, export_lora  # noqa: E402
 from deltamem.train.grpo import REWARD_LOG, load_records, turn_examples  # noqa: E402
 from deltamem.train.records import records_from_halumem, write_records  # noqa: E402
+from deltamem.train.reward_rules import RewardRules  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "fixtures" / "halumem_tiny.jsonl"
 
@@ -103,11 +104,15 @@ def test_grpo_trains_resumes_and_exports_an_adapter_llama_cpp_loads(
     for r in log:  # rewards computed by the real reward function, in [0, 1]
         assert 0.0 <= r["reward"] <= 1.0 and r["format"] is not None
     assert any(r["reward_std"] > 0 for r in log), "no group had rewards of different value"
+    for r in log:  # each step names the reward's rules that scored it, and their refusals
+        assert r["rules"] == list(RewardRules().enabled)
+        assert set(r["refused_by"]) <= set(r["rules"]) and r["facts"] >= 0
     weights = load_file(str(out / "adapter" / "adapter_model.safetensors"))
     lora_b = [v for k, v in weights.items() if "lora_B" in k]
     assert lora_b and any(np.abs(b).max() > 0 for b in lora_b), "LoRA B is still all zeros"
     meta = json.loads((out / "deltamem-train.json").read_text())
     assert meta["settings"]["group"] == 4 and meta["examples"] == 6
+    assert meta["settings"]["reward_rules"]["enabled"] == list(RewardRules().enabled)
 
     again = runner.invoke(app, [*base_args, "--steps", "3", "--resume", "last"])
     assert again.exit_code == 0, again.output + repr(again.exception)

@@ -1,7 +1,7 @@
 """GRPO's data and reward without the training stack: one example per user turn of
 a record, its prompt exactly what the product's extractor sends, the gold facts
 attributed by keywords, and the reward 0.1·format + 0.1·retrieval + 0.8·r_trans on
-hand-written completions."""
+hand-written completions, its facts checked by the reward's own rules."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from deltamem.train.grpo import (
     turn_examples,
 )
 from deltamem.train.records import TrainingOp
+from deltamem.train.reward_rules import RewardRules
 
 FIXTURE = Path(__file__).parent / "fixtures" / "halumem_tiny.jsonl"
 
@@ -114,11 +115,20 @@ def test_reward_on_hand_written_completions(embedder: Embedder) -> None:
     r, fmt, ret, rt = score(reward, lossy, nurse)
     assert (fmt, ret) == (1.0, 1.0) and rt == pytest.approx(2 / 3, abs=1e-3)
     assert r == pytest.approx(0.2 + 0.8 * 2 / 3, abs=1e-3)
-    # one fact the checks refuse (not in the turn): retrieval 1/2, and it is not kept
+    # one fact the reward's rules refuse (not in the turn): retrieval 1/2, and it is
+    # not kept; the completion's parts say which rules scored it and which refused it
     extra = json.dumps(
         {"facts": ["Dana Reyes works as a nurse at a clinic in Leeds.", "Dana Reyes owns a yacht."]}
     )
     assert score(reward, extra, nurse) == (0.95, 1.0, 0.5, 1.0)
+    assert reward.last[0].rules == ["third_person", "names_person", "grounded", "not_too_long"]
+    assert reward.last[0].refused == {"Dana Reyes owns a yacht.": ["grounded"]}
+    # in the person's voice, and not naming them: refused by those rules
+    voiced = json.dumps({"facts": ["I work as a nurse at a clinic in Leeds."]})
+    assert score(reward, voiced, nurse) == (0.1, 1.0, 0.0, 0.0)
+    assert reward.last[0].refused == {
+        "I work as a nurse at a clinic in Leeds.": ["third_person", "names_person"]
+    }
     # not JSON of the shape asked for: nothing at all
     assert score(reward, "Dana is a nurse.", nurse) == (0.0, 0.0, 0.0, 0.0)
     assert score(reward, '{"memories": []}', nurse) == (0.0, 0.0, 0.0, 0.0)
@@ -139,6 +149,20 @@ def test_reward_on_hand_written_completions(embedder: Embedder) -> None:
         1.0,
         0.0,
     )
+
+
+def test_the_reward_scores_with_the_rules_its_config_enables(embedder: Embedder) -> None:
+    """The rule set is the reward's own config: a rule left out scores nothing, and
+    the completion's parts name only the rules enabled."""
+    nurse = example("I started as a nurse in Leeds.", ["Dana Reyes is a nurse in Leeds."])
+    voiced = json.dumps({"facts": ["I am a nurse in Leeds, says Dana Reyes."]})
+    every = ExtractionReward(embedder.embed)
+    assert score(every, voiced, nurse)[2] == 0.0  # refused: in the first person
+    lenient = ExtractionReward(embedder.embed, RewardRules(enabled=("grounded",)))
+    assert score(lenient, voiced, nurse)[2] == 1.0
+    assert lenient.last[0].rules == ["grounded"] and lenient.last[0].refused == {}
+    with pytest.raises(ValueError, match="unknown reward rules"):
+        RewardRules(enabled=("check_fact",))
 
 
 def test_export_finds_the_adapter_and_base_of_a_training_run(tmp_path: Path) -> None:

@@ -321,10 +321,11 @@ def test_information_points_split_sentences_and_clauses() -> None:
         "Martin Mark was promoted to Senior Director",
         "Martin Mark plans to leave Huaxin Consulting.",
     ]
+    # sentences as written: no pronoun is resolved (the judges own no atomiser)
     assert information_points("Ana is 39. She lives in Porto and works at a clinic.") == [
         "Ana is 39.",
-        "Ana lives in Porto",
-        "Ana works at a clinic.",
+        "She lives in Porto",
+        "She works at a clinic.",
     ]
     listed = "Ana shares her recipes with friends, colleagues and neighbours."
     assert information_points(listed) == [listed]
@@ -466,16 +467,19 @@ def test_a_no_that_says_the_question_back_negated_is_only_the_no(tmp_path: Path)
     assert got["verdict"] == "hallucination"
 
 
-def test_accuracy_caps_a_label_nobody_used(tmp_path: Path) -> None:
-    """The support check passes "a personal growth advocate" when the person spoke of
-    personal growth; a label word nobody said makes it partly accurate at best. A
-    label made from a word that was said ("a hiker", from "hike") is no such label."""
+def test_accuracy_applies_none_of_the_products_write_rules(tmp_path: Path) -> None:
+    """The judge owes nothing to the product: a label nobody used ("a personal growth
+    advocate") or a clause said of someone else is for the support check to weigh,
+    not refused by the manager's own rules (which the judges no longer import)."""
     j = DecomposedJudges(ScoringLLM(0.9), JudgeCache(tmp_path / "c.sqlite"))
     said = ["user: Personal growth will guide me. I hike every weekend."]
     refs = ["Ana values personal growth", "Ana hikes on weekends"]
     got = j.accuracy(said, refs, "Ana is a personal growth advocate.")
-    assert got["score"] == 1 and "nobody said" in got["reason"]
+    assert got["score"] == 2 and got["reason"] == "check: supported p 0.90"
     assert j.accuracy(said, refs, "Ana is a hiker.")["score"] == 2
+    said = ["user: I joined Oracle in May. It encourages innovation."]
+    got = j.accuracy(said, ["Ana works at Oracle"], "Ana encourages innovation.")
+    assert got["score"] == 2 and "(code)" not in got["reason"]
 
 
 def test_a_hedged_reference_has_its_yes_or_no(tmp_path: Path) -> None:

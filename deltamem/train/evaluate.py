@@ -3,7 +3,8 @@
 Each user turn of the records is sent to an LLM port exactly as the manager sends
 it (`turn_prompt`, the extractor's schema and reply cap, greedy decoding), and the
 reply is scored with the GRPO reward (`ExtractionReward`: 0.1·format +
-0.1·grounded share + 0.8·r_trans against that turn's gold facts). Run it on
+0.1·share of facts passing the reward's own rules + 0.8·r_trans against that
+turn's gold facts; each row names the rules and what each refused fact failed). Run it on
 held-back records with and without an adapter (`make_llm(adapter=...)`) to see
 what training changed where the model was not trained.
 
@@ -27,8 +28,9 @@ import numpy as np
 from deltamem.llm.base import LLM, LLMError
 from deltamem.manager.extract import SCHEMA, FactsReply
 from deltamem.train.distance import EmbedFn
-from deltamem.train.grpo import ExtractionReward, TurnExample, load_records, turn_examples
+from deltamem.train.grpo import TurnExample, load_records, turn_examples
 from deltamem.train.records import HELDOUT_SHARE, Split, select
+from deltamem.train.reward import ExtractionReward
 
 
 @dataclass
@@ -95,6 +97,8 @@ def score_turn(
         "r_trans": parts.r_trans,
         "facts": parts.facts,
         "kept": parts.kept,
+        "rules": parts.rules,  # the reward's rules that scored this reply
+        "refused": parts.refused,  # each fact not kept -> the rules it failed
         "gold": example.gold,
         "seconds": round(seconds, 2),
         "error": error,

@@ -21,19 +21,16 @@ are only the person's name; an operation whose keywords occur in no user message
 is left out of every turn (`TurnExamples.unattributed` counts them). A turn with
 no attributed operation is an example whose gold is "no facts".
 
-**Reward** = 0.1·format + 0.1·retrieval + 0.8·r_trans (`distance.reward`):
-
-* format: the completion is one JSON object `{"facts": [strings]}` (1 or 0).
-  A reply the product would not accept at all (no JSON object of that shape,
-  even closing a truncated one as `complete_json` does) scores 0 in total;
-* retrieval: this manager retrieves nothing before extracting, so the term
-  scores what makes a fact usable downstream: the share of the completion's
-  facts that pass the extractor's own checks (`check_fact`: third person, names the
-  person, grounded in the turn and in the person's own words, no label they did
-  not use); no facts: 1;
-* r_trans: the state distance (`distance.state_distance`, embeddings from the
-  project's embedder) between the facts the product would keep (those passing the
-  checks) and the gold facts of the turn, keyword fidelity from the gold keywords.
+**Reward** (`deltamem/train/reward.py`) = 0.1·format + 0.1·retrieval +
+0.8·r_trans: the format of the reply, the share of its facts that pass the
+reward's own rules (`reward_rules.RewardRules`, `GRPOSettings.reward_rules`: in the
+third person, names the person, grounded in the turn's words, not too long), and
+the state distance between the facts that pass and the turn's gold facts. The
+reward owes nothing to the manager's write rules (an import contract holds it to
+that); only the prompt is the product's. Each logged step in OUT/rewards.jsonl
+names the rules that scored it and how many facts each refused, and
+OUT/deltamem-train.json records the rule set, so that reward hacking against the
+rules can be seen.
 
 torch, transformers, trl, peft and datasets are imported inside the functions
 that need them (the `train` extra), so the base install imports this module.
@@ -52,18 +49,12 @@ from typing import Any
 import numpy as np
 
 from deltamem.llm.base import ChatMessage
-from deltamem.llm.jsonrepair import close_truncated
-from deltamem.manager.extract import (
-    FactsReply,
-    check_fact,
-    introduced_name,
-    name_in,
-    reply_facts,
-    turn_prompt,
-)
+from deltamem.manager.extract import introduced_name, name_in, turn_prompt
 from deltamem.text import leading_name, words
-from deltamem.train.distance import EmbedFn, keyword_in, reward, state_distance
+from deltamem.train.distance import EmbedFn, keyword_in
 from deltamem.train.records import HELDOUT_SHARE, Split, TrainingOp, TrainingRecord, select
+from deltamem.train.reward import ExtractionReward, refusals
+from deltamem.train.reward_rules import RewardRules
 from deltamem.types import Message, SessionRecord
 
 log = logging.getLogger(__name__)
@@ -195,122 +186,6 @@ def turn_examples(records: Iterable[TrainingRecord], *, assistant_words: int = 4
     return out
 
 
-# --- reward --------------------------------------------------------------------------
-
-
-@dataclass
-class RewardParts:
-    format: float
-    retrieval: float
-    r_trans: float
-    reward: float
-    facts: list[str] = field(default_factory=list)  # what the reply lists, as parsed
-    kept: list[str] = field(default_factory=list)  # what passes the extractor's checks
-
-
-def completion_text(completion: Any) -> str:
-    """A completion as TRL hands it: a string, or a list of chat messages."""
-    if isinstance(completion, str):
-        return completion
-    if isinstance(completion, list):
-        return "".join(str(m.get("content", "")) for m in completion if isinstance(m, dict))
-    return str(completion)
-
-
-def parse_reply(text: str) -> tuple[dict[str, Any] | None, bool]:
-    """(the reply as the product would accept it, whether it was well-formed as is)."""
-    strict = True
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        strict = False
-        value = close_truncated(text)
-    if not isinstance(value, dict):
-        return None, False
-    try:
-        FactsReply.model_validate(value)
-    except ValueError:
-        return None, False
-    return value, strict
-
-
-class ExtractionReward:
-    """The reward of one completion for one turn; callable as a TRL reward function
-    (the dataset's columns arrive as keyword arguments). Embeddings are cached."""
-
-    __name__ = "deltamem_reward"  # TRL names the logged reward after it
-
-    def __init__(self, embed: EmbedFn) -> None:
-        self._embed = embed
-        self._cache: dict[str, np.ndarray] = {}
-        self.last: list[RewardParts] = []  # the parts of the latest call
-
-    def vectors(self, texts: Sequence[str]) -> np.ndarray:
-        new = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        if new:
-            for t, v in zip(new, np.asarray(self._embed(new)), strict=True):
-                self._cache[t] = v
-        if len(self._cache) > 50_000:  # a long run: keep memory bounded
-            self._cache = {t: self._cache[t] for t in texts}
-        return np.stack([self._cache[t] for t in texts]) if texts else np.zeros((0, 1))
-
-    def score(
-        self,
-        completion: str,
-        *,
-        subject: str,
-        said: str,
-        before: str,
-        gold: Sequence[str],
-        gold_keywords: Sequence[Sequence[str]],
-    ) -> RewardParts:
-        reply, strict = parse_reply(completion.strip())
-        if reply is None:
-            return RewardParts(0.0, 0.0, 0.0, 0.0)
-        facts = reply_facts(reply, subject)
-        prior = Message(role="assistant", content=before) if before.strip() else None
-        checked = (check_fact(f, subject, said, prior) for f in facts)
-        kept = [f for f, why in checked if why is None]
-        retrieval = len(kept) / len(facts) if facts else 1.0
-        if kept and gold:
-            dist = state_distance(
-                kept,
-                list(gold),
-                target_keywords=[list(k) for k in gold_keywords],
-                pred_vectors=self.vectors(kept),
-                target_vectors=self.vectors(list(gold)),
-            )
-            r_t = dist.r_trans
-        else:
-            r_t = 1.0 if not kept and not gold else 0.0
-        fmt = 1.0 if strict else 0.0
-        return RewardParts(fmt, retrieval, r_t, reward(fmt, retrieval, r_t), facts, kept)
-
-    def __call__(
-        self,
-        prompts: Sequence[Any],
-        completions: Sequence[Any],
-        subject: Sequence[str],
-        said: Sequence[str],
-        before: Sequence[str],
-        gold: Sequence[Sequence[str]],
-        gold_keywords: Sequence[Sequence[Sequence[str]]],
-        **_: Any,
-    ) -> list[float]:
-        self.last = [
-            self.score(
-                completion_text(c),
-                subject=subject[i],
-                said=said[i],
-                before=before[i],
-                gold=gold[i],
-                gold_keywords=gold_keywords[i],
-            )
-            for i, c in enumerate(completions)
-        ]
-        return [p.reward for p in self.last]
-
-
 # --- training ------------------------------------------------------------------------
 
 
@@ -347,6 +222,8 @@ class GRPOSettings:
     # scores (a stable hash of user and session id, `heldout_share` of them)
     split: Split = "all"
     heldout_share: float = HELDOUT_SHARE
+    # the reward's own rule set (deltamem/train/reward_rules.py), recorded in OUT
+    reward_rules: RewardRules = field(default_factory=RewardRules)
 
 
 @dataclass
@@ -452,7 +329,7 @@ def train_grpo(
     }
     (out / TRAIN_META).write_text(json.dumps(meta, indent=2, default=str))
 
-    reward_fn = ExtractionReward(embed)
+    reward_fn = ExtractionReward(embed, s.reward_rules)
     use_cpu = not torch.cuda.is_available()
     config = GRPOConfig(
         output_dir=str(out),
@@ -504,6 +381,11 @@ def train_grpo(
                 "format": float(np.mean([p.format for p in parts])) if parts else None,
                 "retrieval": float(np.mean([p.retrieval for p in parts])) if parts else None,
                 "r_trans": float(np.mean([p.r_trans for p in parts])) if parts else None,
+                # the reward's rules that scored these completions, and how many of
+                # their facts each refused (reward hacking shows as a rule never failing)
+                "rules": list(reward_fn.rules.enabled),
+                "facts": sum(len(p.facts) for p in parts),
+                "refused_by": refusals(parts),
                 "kl": logs.get("kl"),
                 "loss": logs.get("loss"),
                 "completion_length": logs.get("completions/mean_length"),

@@ -15,11 +15,10 @@ from string import Template
 from typing import Any
 
 from deltamem.bench.judges.base import PROMPTS, JudgeCache
+from deltamem.bench.judges.text import YES_NO_QUESTION, after_opening, opening, sentences
 from deltamem.llm.base import LLM
-from deltamem.manager.atomise import split_facts
 from deltamem.porter import stem
 from deltamem.text import negated, plain_numbers, terms
-from deltamem.yesno import YES_NO_QUESTION, after_opening, opening, sentences
 
 # "I don't know", "not in my memory", "the memories do not name any …", "unknown"
 _ABSTAINS = re.compile(
@@ -157,9 +156,10 @@ def information_points(memory: str) -> list[str]:
     """A memory cut into its information points, as HaluMem's rubric reads it
     before asking whether each has a field among the references: its sentences,
     and clauses joined by "and" ("... was promoted to Senior Director and plans to
-    leave Huaxin Consulting"), each given the sentence's subject back."""
+    leave Huaxin Consulting"), each given the sentence's subject back. A sentence is
+    taken as written ("She lives in Porto"): no pronoun is resolved."""
     out: list[str] = []
-    for sentence in split_facts(memory):
+    for sentence in sentences(memory) or [memory.strip()]:
         m = _SUBJECT.match(sentence)
         subject = m.group(1) if m else ""
         pieces = _AND.split(sentence)  # [text, next word, text, next word, text, ...]

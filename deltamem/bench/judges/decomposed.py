@@ -36,13 +36,10 @@ from deltamem.bench.judges.checks import (
     restates,
     values_missing,
 )
+from deltamem.bench.judges.text import after_opening
 from deltamem.embed.base import Embedder
 from deltamem.llm.base import LLM
-from deltamem.rules.attribution import said_of_another
-from deltamem.manager.extract import unsaid_label
-from deltamem.text import stems_of
 from deltamem.train.distance import DEFAULT_TAU
-from deltamem.yesno import after_opening
 
 CANDIDATES = 3  # memories (or turns) a check is asked about, best word overlap first
 
@@ -310,26 +307,11 @@ class DecomposedJudges:
             missing = values_missing(exact_values(memory, opening(memory)), own + gold)
             if score == 2 and missing:
                 score, why = 1, f"{why}; nothing said names {sorted(missing)} (code)"
-            # what the person said of someone else ("It [Oracle's culture] encourages
-            # innovation"), written as what they do: the check reads the same words
-            # and says yes; code reads whose clause they were in
-            other = said_of_another(memory, subject_of(memory), " ".join(own))
-            if score and other:
-                score, why = 0, f"{why}; {other} (code)"
-            # a label nobody used ("a personal growth advocate" for "personal growth
-            # will guide me"): the words under it are said, so the check says yes; the
-            # manager's own rule finds the label (the -er of a said verb is said)
-            if score == 2 and self._unsaid_label(memory, own + gold):
-                score, why = 1, f"{why}; calls the person something nobody said (code)"
+        # The product's own write rules (whose clause a fact was said in, a label
+        # nobody used) are no grader's: a memory is judged by the check and the
+        # values above, never refused because the manager would not write it
+        # (docs/judges.md).
         return {"score": score, "included": self._included(memory, gold), "reason": why}
-
-    @staticmethod
-    def _unsaid_label(memory: str, said: list[str]) -> bool:
-        subject = subject_of(memory)
-        if not subject:
-            return False
-        kept, _ = unsaid_label(memory, subject, stems_of(" ".join(said)))
-        return kept != memory
 
     def _included(self, memory: str, gold: list[str]) -> bool:
         """HaluMem's rule: every information point of the memory has a field among
