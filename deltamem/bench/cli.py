@@ -24,6 +24,7 @@ from __future__ import annotations
 import typer
 
 from deltamem.bench.cli_after_run import agreement, answer, compare, judge, report, tables
+from deltamem.bench.cli_rules import rules
 from deltamem.bench.cli_runs import halumem, locomo, longmemeval, membench, personamem
 
 app = typer.Typer(
@@ -45,5 +46,6 @@ for command in (
     tables,
     compare,
     agreement,
+    rules,
 ):
     app.command()(command)

@@ -122,7 +122,7 @@ def apply_ops(
             # the id was never shown: never touch an unseen memory, keep the fact as new
             note = f"update of unknown id {short!r} kept as add"
             ws.noops.append(Operation(op="none", content=content, note=note))
-        facts, quotes = split_facts(content), []
+        facts, quotes = split_facts(content), list[str]()
         if rules.on("QUOTED_FIRST_PERSON"):
             facts, quotes = drop_quotes(facts)
         for quote in quotes:

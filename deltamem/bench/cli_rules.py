@@ -1,0 +1,61 @@
+"""`deltamem bench rules`: the fact rules' fire rates, precision and ablation lines."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def rules(
+    runs: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Finished `deltamem` runs (OUT of `bench halumem|locomo`) whose logged "
+            "extraction replies are replayed through the rules; none: the labelled cases only."
+        ),
+    ] = None,
+    cases: Annotated[
+        Path | None,
+        typer.Option(help="Labelled keep/refuse cases (JSONL); default: the committed ones."),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Write the figures here as JSON (and the table as .md).")
+    ] = None,
+) -> None:
+    """Each fact rule measured without a model call: on the labelled cases (fires,
+    precision, misses) and on each run's logged replies (refuses, fires, and how many
+    facts it alone holds back: its ablation line)."""
+    from deltamem.bench.rules_replay import CASES, replay_run, rules_table, score_cases
+
+    scored = score_cases(cases or CASES)
+    replayed = {}
+    for run in runs or []:
+        if not (run / "llm_calls.jsonl").exists():
+            raise typer.BadParameter(f"{run}: no llm_calls.jsonl (not a finished bench run)")
+        replayed[run.name] = replay_run(run)
+    table = rules_table(scored, replayed)
+    typer.echo(table)
+    wrong = scored.wrong
+    typer.echo(
+        f"\nlabelled cases: {scored.cases}, decided wrongly: {len(wrong)}"
+        + "".join(
+            f"\n  {w['id']} expected {w['expect']}, got {w['got']}: {w['fact']}" for w in wrong
+        )
+    )
+    for name, score in replayed.items():
+        typer.echo(
+            f"{name}: {score.sessions} sessions, {score.written} facts written, "
+            f"{score.kept} kept ({score.kept / max(1, score.written):.1%})"
+        )
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        figures = {
+            "cases": {k: v for k, v in asdict(scored).items()},
+            "runs": {name: asdict(score) for name, score in replayed.items()},
+        }
+        out.write_text(json.dumps(figures, indent=1, default=str), encoding="utf-8")
+        out.with_suffix(".md").write_text(table + "\n", encoding="utf-8")
