@@ -30,7 +30,15 @@ class StoreError(RuntimeError):
 
 
 class SessionConflict(StoreError):
-    """A session id that is already logged with different content."""
+    """A session id that is already logged with different content. `user_id` and
+    `session_id` name the session as the store holds it (where known), so that a
+    service can reword the message with the ids its caller gave."""
+
+    def __init__(
+        self, message: str, *, user_id: str | None = None, session_id: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.user_id, self.session_id = user_id, session_id
 
 
 class UnknownMemory(StoreError):

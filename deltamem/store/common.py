@@ -70,7 +70,9 @@ def check_unapplied(state: Row | None, session_id: str) -> None:
 def conflict(rec: SessionRecord) -> SessionConflict:
     return SessionConflict(
         f"session {rec.session_id!r} of user {rec.user_id!r} is already logged "
-        "with different content; give the new session its own id"
+        "with different content; give the new session its own id",
+        user_id=rec.user_id,
+        session_id=rec.session_id,
     )
 
 
