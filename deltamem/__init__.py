@@ -3,10 +3,12 @@
 from deltamem.aio import AsyncClient, AsyncMemory
 from deltamem.answer import Answer
 from deltamem.client import Client, Job, ServiceError
+from deltamem.llm.base import LLMError
 from deltamem.llm.factory import LLMConfig
 from deltamem.manager.agent import ManagerConfig
 from deltamem.memory import InvalidSession, Memory, SessionFailed
 from deltamem.provenance import InvalidEdit
+from deltamem.store.base import SessionConflict
 from deltamem.types import (
     AddResult,
     HistoryEntry,
@@ -30,6 +32,7 @@ __all__ = [
     "InvalidSession",
     "Job",
     "LLMConfig",
+    "LLMError",
     "ManagerConfig",
     "Memory",
     "MemoryItem",
@@ -38,6 +41,7 @@ __all__ = [
     "SearchFilters",
     "SearchHit",
     "ServiceError",
+    "SessionConflict",
     "SessionFailed",
     "SessionRecord",
     "Version",

@@ -26,7 +26,7 @@ from deltamem.llm.base import LLMError
 from deltamem.memory import Memory
 from deltamem.server.app import create_app
 from deltamem.server.config import WorkerSettings, keys_or_generated, load_keys, parse_keys
-from deltamem.server.scope import internal_user, job_id, parse_job_id
+from deltamem.server.scope import for_caller, internal_user, job_id, parse_job_id
 from deltamem.store.sqlite import SQLiteStore
 
 KEY_A = "key-of-tenant-a-0123456789"
@@ -195,7 +195,9 @@ def test_resubmitting_a_session_is_idempotent_and_conflicts_are_409(
     assert again.json()["status"] == "applied"
     other = client.post("/v1/sessions", json=session("u", "lime", sid="s1"), headers=HA)
     body = is_problem(other, 409)
-    assert "s1" in body["detail"]
+    # the ids the caller gave, not the store's tenant-scoped user id ('a:u')
+    assert "session 's1' of user 'u' is already logged" in body["detail"]
+    assert "a:u" not in body["detail"]
     # without a session id, the content names the session: same content, same job
     a = client.post("/v1/sessions", json=session("u", "fig"), headers=HA).json()
     b = client.post("/v1/sessions", json=session("u", "fig"), headers=HA).json()
@@ -250,6 +252,36 @@ def test_keys_config() -> None:
     with pytest.raises(ValueError):
         parse_keys("justakey")
     assert load_keys({"k": "t"}) == {"k": "t"}
+
+
+def test_a_busy_user_is_named_as_the_caller_named_them(
+    make_client: Callable[..., tuple[TestClient, Memory]],
+) -> None:
+    from deltamem.server.lease import UserLease
+
+    client, mem = make_client(worker_settings=WorkerSettings(poll_interval=0.05, lease_wait=0.2))
+    first = client.post("/v1/sessions", json=session("u", "kiwi", sid="s1"), headers=HA)
+    wait_job(client, first.json()["job_id"])
+    holder = UserLease(mem.store, internal_user("a", "u"), "another-worker", ttl=30)
+    assert holder.try_acquire()
+    try:
+        for r in (
+            client.post("/v1/users/u/replay", headers=HA),
+            client.delete("/v1/users/u", headers=HA),
+        ):
+            detail = is_problem(r, 409)["detail"]
+            assert detail.startswith("user 'u' is being processed") and "a:u" not in detail
+    finally:
+        holder.release()
+
+
+def test_for_caller_writes_the_store_user_id_as_the_caller_gave_it() -> None:
+    msg = "session 's1' of user 'a:b:c' is already logged"
+    assert (
+        for_caller(msg, internal_user("a", "b:c")) == "session 's1' of user 'b:c' is already logged"
+    )
+    assert for_caller(msg, None) == msg
+    assert for_caller("user 'plain'", "plain") == "user 'plain'"  # not tenant-scoped: as is
 
 
 def test_job_ids_round_trip() -> None:

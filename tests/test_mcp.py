@@ -118,6 +118,21 @@ async def test_tools_are_scoped_by_tenant_and_user(memory: Memory) -> None:
         assert (await cb.call_tool("job_status", {"job_id": job})).is_error
 
 
+async def test_a_conflict_names_the_callers_user_not_the_tenant_scoped_one(
+    memory: Memory,
+) -> None:
+    server = create_mcp_server(memory, tenant="acme", worker=Worker(memory, FAST))
+    async with Client(server) as client:
+        await call(client, "remember", messages=convo("otter"), user_id="martin", session_id="s1")
+        clash = await client.call_tool(
+            "remember", {"messages": convo("heron"), "user_id": "martin", "session_id": "s1"}
+        )
+        assert clash.is_error
+        text = clash.content[0].text
+        assert "session 's1' of user 'martin' is already logged" in text
+        assert "acme:" not in text
+
+
 async def test_remember_queues_for_the_worker_and_refuses_bad_input(memory: Memory) -> None:
     worker = Worker(memory, FAST)
     server = create_mcp_server(memory, worker=worker)

@@ -15,7 +15,15 @@ import pytest
 from fakes import T0, session, undo_sqlite_migration_004, unit
 
 from deltamem.llm.base import CallRecord
-from deltamem.store.base import PlannedWrite, SessionConflict, Store, StoreError
+from deltamem.store.base import (
+    AmbiguousMemoryId,
+    PlannedWrite,
+    SessionConflict,
+    Store,
+    StoreError,
+    UnknownMemory,
+)
+from deltamem.store.common import prefix_end
 from deltamem.types import MemoryItem, Operation, SearchFilters, SessionRecord
 
 
@@ -385,6 +393,56 @@ def test_delete_default_actor_is_api(store: Store) -> None:
     ids = seed(store)
     store.delete(ids["tea"])
     assert store.history(ids["tea"])[-1].actor == "api"
+
+
+# --- short memory ids ---------------------------------------------------------------
+def test_resolve_memory_id_takes_a_unique_prefix(store: Store) -> None:
+    named = ["ab1", "ab12", "ab2", "a%c", "a_c", "Ab9", "b\U0010ffffz"]
+    ingest(store, session("s1"), *(add_w(f"fact {n}", memory_id=n) for n in named))
+    ingest(store, session("s2", user_id="u2"), add_w("u2's fact", memory_id="ab3"))
+    assert store.resolve_memory_id("ab2") == "ab2"
+    assert store.resolve_memory_id("ab1") == "ab1"  # an exact id wins over ab12
+    assert store.resolve_memory_id("ab12") == "ab12"
+    assert store.resolve_memory_id("A") == "Ab9"  # case counts
+    assert store.resolve_memory_id("a%") == "a%c"  # no wildcards
+    assert store.resolve_memory_id("a_") == "a_c"
+    assert store.resolve_memory_id("b\U0010ffff") == "b\U0010ffffz"
+    with pytest.raises(AmbiguousMemoryId) as amb:
+        store.resolve_memory_id("ab")
+    assert amb.value.candidates == ["ab1", "ab12", "ab2", "ab3"]
+    assert "'ab'" in str(amb.value) and "ab12" in str(amb.value)
+    assert store.resolve_memory_id("ab", user_id="u2") == "ab3"  # narrowed to a user
+    assert store.memory_ids_with_prefix("ab", "u1", limit=2) == ["ab1", "ab12"]
+    with pytest.raises(UnknownMemory, match="'zz'"):
+        store.resolve_memory_id("zz")
+    with pytest.raises(UnknownMemory):
+        store.resolve_memory_id("ab3", user_id="u1")
+    # a deleted memory keeps its history, which its id still reaches
+    assert store.delete("ab2")
+    assert store.resolve_memory_id("ab2") == "ab2"
+    with pytest.raises(AmbiguousMemoryId):
+        store.resolve_memory_id("ab")  # the deleted one is still a candidate
+    with pytest.raises(UnknownMemory):
+        store.resolve_memory_id("ab2", deleted=False)  # ...unless they are left out
+    assert store.memory_ids_with_prefix("ab", deleted=False) == ["ab1", "ab12", "ab3"]
+
+
+def test_resolve_memory_id_lists_at_most_ten_candidates(store: Store) -> None:
+    ingest(store, session("s1"), *(add_w(f"fact {i}", memory_id=f"m{i:02d}") for i in range(12)))
+    with pytest.raises(AmbiguousMemoryId) as amb:
+        store.resolve_memory_id("m")
+    assert amb.value.candidates == [f"m{i:02d}" for i in range(10)]
+    assert str(amb.value).endswith("m09, ...; give more characters")
+
+
+def test_prefix_end_bounds_exactly_the_ids_that_start_with_a_prefix() -> None:
+    assert prefix_end("ab") == "ac"
+    assert prefix_end("a\ud7ff") == "a\ue000"  # over the surrogates, which are not text
+    assert prefix_end("a\U0010ffff") == "b"
+    assert prefix_end("\U0010ffff") is None
+    for p in ("ab", "a\ud7ff", "a\U0010ffff"):
+        end = prefix_end(p)
+        assert end is not None and p + "\U0010ffff" * 3 < end and p < end
 
 
 def test_reset_removes_user_and_log(store: Store) -> None:

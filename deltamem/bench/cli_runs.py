@@ -56,7 +56,7 @@ def halumem(
     ] = "integrity,accuracy,update,qa",
     judge_mode: JudgeModeOpt = "auto",
 ) -> None:
-    """HaluMem: extraction, updating and QA, item by item (SPEC §4.1)."""
+    """HaluMem: memory extraction, memory updating and question answering, item by item."""
     from deltamem.bench.halumem import HaluMemRun, run_halumem, write_metrics
 
     names, emb, model = systems_setup(systems, embedder, llm, timeout, out, adapter)

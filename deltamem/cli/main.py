@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import typer
 from rich.markup import escape
@@ -11,7 +11,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from deltamem.cli.options import OPTS
-from deltamem.cli.render import emit_json, err, fail, memories_table, ops_table, out
+from deltamem.cli.render import (
+    emit_json,
+    err,
+    fail,
+    hits_table,
+    memories_table,
+    ops_table,
+    out,
+)
 from deltamem.cli.sessions_file import SessionFileError, SessionInput, read_sessions
 from deltamem.ids import (
     MAX_ID_CHARS,
@@ -22,9 +30,9 @@ from deltamem.ids import (
 )
 from deltamem.memory import InvalidSession, Memory, SessionFailed, parse_messages, session_hash
 from deltamem.server.config import WorkerSettings
-from deltamem.store.base import SessionConflict
+from deltamem.store.base import AmbiguousMemoryId, SessionConflict, UnknownMemory
 from deltamem.timeparse import parse_time
-from deltamem.types import AddResult, SearchFilters, SessionRecord
+from deltamem.types import AddResult, MemoryType, SearchFilters, SessionRecord, SessionStatus
 
 app = typer.Typer(
     help="Long-term memory for LLM agents that stays right as facts change.",
@@ -50,11 +58,27 @@ def _id_param(what: str, max_chars: int = MAX_ID_CHARS) -> Any:
     return check
 
 
+def _one_of(choices: tuple[str, ...]) -> Any:
+    """A typer callback that takes one of `choices` (exit code 2 for another value)."""
+
+    def check(value: str | None) -> str | None:
+        if value is not None and value not in choices:
+            raise typer.BadParameter(f"{value!r} is not one of {', '.join(choices)}")
+        return value
+
+    return check
+
+
 _user_id = _id_param("user_id", MAX_USER_ID_CHARS)
 UserOpt = typer.Option(
     ..., "--user", "-u", help="The user whose memory this is.", callback=_user_id
 )
-MemoryArg = typer.Argument(..., callback=_id_param("memory_id"))
+MemoryArg = typer.Argument(
+    ...,
+    callback=_id_param("memory_id"),
+    help="The memory's id, or the start of it that no other memory's id has (such as the "
+    "8 characters `memories` and `search` print).",
+)
 ConcurrencyOpt = typer.Option(
     WorkerSettings.concurrency,
     "--concurrency",
@@ -88,7 +112,13 @@ def main(
         "A worker parks a session whose model never answers after at most "
         "3 x this (its 3 tries) plus 6 s of backoff.",
     ),
-    embedder: str | None = typer.Option(None, "--embedder", envvar="DELTAMEM_EMBEDDER"),
+    embedder: str | None = typer.Option(
+        None,
+        "--embedder",
+        envvar="DELTAMEM_EMBEDDER",
+        help="local (the embedded MiniLM, default) | http://host:port/v1#model@dim (an "
+        "OpenAI-compatible embedding server). Open a store with the embedder it was made with.",
+    ),
     adapter: str | None = typer.Option(
         None,
         "--adapter",
@@ -103,6 +133,25 @@ def main(
 
 def memory() -> Memory:
     return Memory(OPTS.db, llm=OPTS.llm_config, embedder=OPTS.embedder)
+
+
+def _full_memory_id(mem: Memory, given: str, *, deleted: bool = True) -> str:
+    """The id of the memory that `given` names: its id, or the start of it that no
+    other memory's id has (as git takes a short commit id). With `deleted`, the
+    deleted memories (their history is kept) count too. Exit 1 when none does, 2
+    when several do (naming them)."""
+    try:
+        return mem.store.resolve_memory_id(given, deleted=deleted)
+    except UnknownMemory:
+        fail(f"no memory {given!r}", 1)
+    except AmbiguousMemoryId as exc:
+        lines = [f"memory id {given!r} is ambiguous; give more characters of one of:"]
+        for mid in exc.candidates:
+            m = mem.get(mid)
+            lines.append(f"  {mid}  {m.content if m is not None else '(deleted)'}")
+        if exc.more:
+            lines.append("  ...")
+        fail("\n".join(lines))
 
 
 # --- write ----------------------------------------------------------------------------
@@ -230,7 +279,9 @@ def _report_deferred(logged: list[SessionRecord], as_json: bool) -> None:
 
 @app.command()
 def resume(
-    user: str | None = typer.Option(None, "--user", "-u", callback=_user_id),
+    user: str | None = typer.Option(
+        None, "--user", "-u", help="Only this user's sessions (default: all).", callback=_user_id
+    ),
     as_json: bool = JsonFlag,
 ) -> None:
     """Process logged sessions that are still pending (after a crash or a queue), and
@@ -241,7 +292,11 @@ def resume(
 
 @app.command()
 def retry(
-    session_id: str = typer.Argument(..., callback=_id_param("session_id")),
+    session_id: str = typer.Argument(
+        ...,
+        help="The session's id, as `deltamem sessions` lists it.",
+        callback=_id_param("session_id"),
+    ),
     user: str = UserOpt,
     as_json: bool = JsonFlag,
 ) -> None:
@@ -270,29 +325,40 @@ def replay(user: str = UserOpt, as_json: bool = JsonFlag) -> None:
 @app.command()
 def delete(memory_id: str = MemoryArg) -> None:
     """Delete one memory (recorded in its history)."""
-    if not memory().delete(memory_id):
+    mem = memory()
+    full = _full_memory_id(mem, memory_id, deleted=False)
+    gone = mem.get(full)
+    if gone is None or not mem.delete(full):
         fail(f"no memory {memory_id!r}", 1)
-    out.print(f"deleted {escape(memory_id)}")
+    out.print(f"deleted {escape(full)}: {escape(gone.content)}", soft_wrap=True)
 
 
 # --- read ------------------------------------------------------------------------------
 @app.command()
 def search(
-    query: str,
+    query: str = typer.Argument(..., help="What to look for, in words."),
     user: str = UserOpt,
-    limit: int = typer.Option(20, "--limit", "-k"),
+    limit: int = typer.Option(20, "--limit", "-k", min=1, help="The most hits to show."),
     as_json: bool = JsonFlag,
 ) -> None:
-    """Hybrid (embedding + keyword) search over a user's memories."""
+    """Hybrid (embedding + keyword) search over a user's memories: facts and the raw
+    turns of their sessions (episodes), best first. Relevance is 100 for a hit first
+    in both the embedding and the keyword ranking, 50 for one first in one of them."""
     hits = memory().search(query, user_id=user, limit=limit)
     if as_json:
         emit_json(hits)
+    elif not hits:
+        out.print(f"nothing found for user {user!r}", markup=False)
     else:
-        out.print(memories_table([h.memory for h in hits], escape(f"search: {query}")))
+        out.print(hits_table(hits, escape(f"search: {query}")))
 
 
 @app.command()
-def answer(question: str, user: str = UserOpt, as_json: bool = JsonFlag) -> None:
+def answer(
+    question: str = typer.Argument(..., help="The question, in words."),
+    user: str = UserOpt,
+    as_json: bool = JsonFlag,
+) -> None:
     """Answer a question from a user's memories with the LLM."""
     reply = memory().answer(question, user_id=user)
     emit_json(reply) if as_json else out.print(reply.text, markup=False)
@@ -301,10 +367,20 @@ def answer(question: str, user: str = UserOpt, as_json: bool = JsonFlag) -> None
 @app.command()
 def memories(
     user: str = UserOpt,
-    memory_type: str | None = typer.Option(None, "--type"),
-    since: str | None = typer.Option(None, "--since"),
-    until: str | None = typer.Option(None, "--until"),
-    session: str | None = typer.Option(None, "--session"),
+    memory_type: str | None = typer.Option(
+        None,
+        "--type",
+        help=f"Only the memories of this type: {' | '.join(get_args(MemoryType))}.",
+    ),
+    since: str | None = typer.Option(
+        None, "--since", help="Only the memories of events at or after this time (ISO 8601)."
+    ),
+    until: str | None = typer.Option(
+        None, "--until", help="Only the memories of events at or before this time (ISO 8601)."
+    ),
+    session: str | None = typer.Option(
+        None, "--session", help="Only the memories whose latest version this session wrote."
+    ),
     as_json: bool = JsonFlag,
 ) -> None:
     """List a user's live memories with their provenance."""
@@ -315,19 +391,27 @@ def memories(
     except ValueError as exc:
         fail(str(exc))
     items = memory().get_all(user_id=user, filters=filters)
-    emit_json(items) if as_json else out.print(memories_table(items, escape(f"memories of {user}")))
+    if as_json:
+        emit_json(items)
+    elif not items:
+        narrowed = any(v is not None for v in (memory_type, since, until, session))
+        out.print(f"no memories for user {user!r}{' that match' if narrowed else ''}", markup=False)
+    else:
+        out.print(memories_table(items, escape(f"memories of {user}")))
 
 
 @app.command()
 def history(memory_id: str = MemoryArg, as_json: bool = JsonFlag) -> None:
     """Every version of one memory: add, updates, delete."""
-    rows = memory().history(memory_id)
+    mem = memory()
+    full = _full_memory_id(mem, memory_id)
+    rows = mem.history(full)
     if not rows:
-        fail(f"no history for {memory_id!r}", 1)
+        fail(f"no history for {full!r}", 1)
     if as_json:
         emit_json(rows)
         return
-    table = Table(title=escape(f"history of {memory_id}"))
+    table = Table(title=escape(f"history of {full}"))
     for col in ("at", "op", "session", "by", "content"):
         table.add_column(col, overflow="fold")
     for h in rows:
@@ -343,14 +427,26 @@ def history(memory_id: str = MemoryArg, as_json: bool = JsonFlag) -> None:
 
 @app.command()
 def sessions(
-    user: str | None = typer.Option(None, "--user", "-u", callback=_user_id),
-    status: str | None = typer.Option(None, "--status", help="pending | applied | failed"),
+    user: str | None = typer.Option(
+        None, "--user", "-u", help="Only this user's sessions (default: all).", callback=_user_id
+    ),
+    status: str | None = typer.Option(
+        None,
+        "--status",
+        callback=_one_of(get_args(SessionStatus)),
+        help=f"Only the sessions of this status: {' | '.join(get_args(SessionStatus))} "
+        "(deferred: added with --no-infer, waiting for `deltamem resume`).",
+    ),
     as_json: bool = JsonFlag,
 ) -> None:
     """The session log."""
     rows = memory().store.list_sessions(user, status)  # type: ignore[arg-type]
     if as_json:
         emit_json([r.model_dump(mode="json", exclude={"messages"}) for r in rows])
+        return
+    if not rows:
+        whose = f" for user {user!r}" if user is not None else ""
+        out.print(f"no {status + ' ' if status else ''}sessions{whose}", markup=False)
         return
     table = Table(title="session log")
     for col in ("seq", "user", "session", "date", "turns", "status", "error"):
@@ -391,8 +487,8 @@ def demo() -> None:
 
 @app.command()
 def serve(
-    host: str = "127.0.0.1",
-    port: int = 8000,
+    host: str = typer.Option("127.0.0.1", help="The address to listen on."),
+    port: int = typer.Option(8000, help="The port to listen on."),
     keys: str | None = typer.Option(
         None, "--keys", help="key1=tenantA,key2=tenantB or @file (else DELTAMEM_API_KEYS)"
     ),
@@ -415,7 +511,7 @@ def serve(
 
 @app.command()
 def ui(
-    port: int = typer.Option(8765, "--port", "-p"),
+    port: int = typer.Option(8765, "--port", "-p", help="The port to listen on."),
     keys: str | None = typer.Option(
         None, "--keys", help="Also let these API keys in (and open the REST API to them)."
     ),
@@ -465,10 +561,19 @@ def worker(
 
 @app.command()
 def mcp(
-    transport: str = typer.Option("stdio", help="stdio | streamable-http"),
-    host: str = "127.0.0.1",
-    port: int = 8001,
-    keys: str | None = typer.Option(None, "--keys"),
+    transport: str = typer.Option(
+        "stdio",
+        help="stdio (for a desktop agent that starts the server) | streamable-http (listens "
+        "on --host and --port).",
+    ),
+    host: str = typer.Option("127.0.0.1", help="The address to listen on (streamable-http)."),
+    port: int = typer.Option(8001, help="The port to listen on (streamable-http)."),
+    keys: str | None = typer.Option(
+        None,
+        "--keys",
+        help="key1=tenantA,key2=tenantB or @file (else DELTAMEM_API_KEYS): the API keys "
+        "streamable-http accepts, each scoped to its tenant (stdio needs none).",
+    ),
     concurrency: int = ConcurrencyOpt,
 ) -> None:
     """MCP server (stdio for desktop agents, or streamable HTTP)."""

@@ -19,7 +19,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
-from deltamem.types import MemoryItem, Operation
+from deltamem.retrieval.hybrid import RRF_K
+from deltamem.types import MemoryItem, Operation, SearchHit
 
 out = Console()
 err = Console(stderr=True)
@@ -80,6 +81,39 @@ def memories_table(items: list[MemoryItem], title: str) -> Table:
             escape(m.content),
             escape(f"{m.session_id}:{turns}"),
             str(m.version),
+        )
+    return table
+
+
+# a hit's fused score when it is first in both rankings (embedding and keyword)
+BEST_SCORE = 2 / (RRF_K + 1)
+BAR = 10  # characters of the relevance bar
+
+
+def relevance(score: float) -> int:
+    """A search hit's reciprocal-rank-fusion score as 0-100: 100 for a hit first in
+    both the embedding and the keyword ranking, 50 for one first in one of them only."""
+    return max(0, min(100, round(100 * score / BEST_SCORE)))
+
+
+def hits_table(hits: list[SearchHit], title: str) -> Table:
+    """Search hits best first: rank, relevance (0-100 and a bar), kind (a `fact` of
+    the memory bank or an `episode`, a turn of the session log, with its speaker)."""
+    table = Table(title=title, show_lines=False)
+    for col in ("#", "relevance", "kind", "id", "date", "memory", "from (session:turns)"):
+        table.add_column(col, overflow="fold")
+    for rank, h in enumerate(hits, start=1):
+        m, score = h.memory, relevance(h.score)
+        filled = round(score * BAR / 100)
+        content = m.content if h.kind == "fact" else f"{h.speaker or '?'}: {m.content}"
+        table.add_row(
+            str(rank),
+            f"{score:>3} {'█' * filled}{'·' * (BAR - filled)}",
+            h.kind if h.kind == "episode" or not m.memory_type else f"fact ({m.memory_type})",
+            m.id[:8] if h.kind == "fact" else "",  # an episode's id is no memory id
+            m.timestamp.strftime("%Y-%m-%d"),
+            escape(content),
+            escape(f"{m.session_id}:{','.join(str(t) for t in m.turns)}"),
         )
     return table
 

@@ -50,7 +50,7 @@ def synth(
         ),
     ] = "turns",
 ) -> None:
-    """Synthesise dialogues with memory-operation labels (SPEC §6): persona → profile and
+    """Synthesise dialogues with memory-operation labels: persona → profile and
     initial state → events with state deltas → operations → dialogues, every reply
     checked in code. Writes OUT/halumem.jsonl (for `deltamem bench halumem`),
     OUT/records.jsonl (training records), OUT/report.json and OUT/refusals.jsonl."""

@@ -207,7 +207,7 @@ def create_app(
         try:
             removed, queued = await run(reset)
         except LeaseBusy as exc:
-            raise ApiError(409, str(exc), title="User busy") from exc
+            raise ApiError(409, scope.for_caller(str(exc), internal), "User busy") from exc
         worker.wake()
         return ReplayOut(
             user_id=user_id,
@@ -268,7 +268,7 @@ def create_app(
         try:
             removed = await run(reset)
         except LeaseBusy as exc:
-            raise ApiError(409, str(exc), title="User busy") from exc
+            raise ApiError(409, scope.for_caller(str(exc), internal), "User busy") from exc
         return ResetOut(user_id=user_id, agent_id=agent_id, removed_memories=removed)
 
     @app.get(

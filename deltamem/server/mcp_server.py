@@ -149,7 +149,7 @@ def create_mcp_server(
         try:
             rec = await run(log_it)
         except (InvalidSession, SessionConflict) as exc:
-            raise ToolError(str(exc)) from exc
+            raise ToolError(scope.for_caller(str(exc), internal)) from exc
         job = scope.job_id(user_id, rec.session_id, rec.agent_id)
         if not wait:
             worker.wake()

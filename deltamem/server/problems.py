@@ -23,7 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from deltamem.llm.base import LLMError
 from deltamem.memory import InvalidSession
 from deltamem.server.config import tenant_for_key
-from deltamem.server.scope import ScopeError
+from deltamem.server.scope import ScopeError, for_caller
 from deltamem.store.base import SessionConflict
 
 log = logging.getLogger("deltamem.server")
@@ -145,7 +145,8 @@ def install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(SessionConflict)
     async def _conflict(request: Request, exc: SessionConflict) -> Response:
-        return problem(409, str(exc), "Session conflict", instance=request.url.path)
+        detail = for_caller(str(exc), exc.user_id)
+        return problem(409, detail, "Session conflict", instance=request.url.path)
 
     @app.exception_handler(LLMError)
     async def _llm(request: Request, exc: LLMError) -> Response:

@@ -70,6 +70,19 @@ def external_user(internal_user_id: str) -> tuple[str, str]:
     return tenant, user
 
 
+def for_caller(message: str, internal_user_id: str | None) -> str:
+    """`message` with the store's user id (``tenant:user``, as the message quotes it)
+    written as the caller gave it (``user``): an error names the caller's own ids,
+    never the tenant scoping."""
+    if internal_user_id is None:
+        return message
+    try:
+        _, user = external_user(internal_user_id)
+    except ScopeError:
+        return message
+    return message.replace(repr(internal_user_id), repr(user))
+
+
 def job_id(user_id: str, session_id: str, agent_id: str | None = None) -> str:
     """The stable job id of a session, from its tenant-free key."""
     raw = json.dumps([user_id, agent_id or "", session_id], ensure_ascii=False)

@@ -30,11 +30,35 @@ class StoreError(RuntimeError):
 
 
 class SessionConflict(StoreError):
-    """A session id that is already logged with different content."""
+    """A session id that is already logged with different content. `user_id` and
+    `session_id` name the session as the store holds it (where known), so that a
+    service can reword the message with the ids its caller gave."""
+
+    def __init__(
+        self, message: str, *, user_id: str | None = None, session_id: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.user_id, self.session_id = user_id, session_id
 
 
 class UnknownMemory(StoreError):
     pass
+
+
+class AmbiguousMemoryId(StoreError):
+    """A memory id prefix that starts the ids of several memories; `candidates`
+    holds the first of them (sorted)."""
+
+    def __init__(self, prefix: str, candidates: list[str], more: bool = False) -> None:
+        listed = ", ".join(candidates) + (", ..." if more else "")
+        super().__init__(
+            f"memory id {prefix!r} is ambiguous: it starts {listed}; give more characters"
+        )
+        self.prefix, self.candidates, self.more = prefix, candidates, more
+
+
+# how many candidates an ambiguous memory id prefix lists
+AMBIGUOUS_SHOWN = 10
 
 
 @dataclass
@@ -228,6 +252,36 @@ class Store(ABC):
 
     @abstractmethod
     def history(self, memory_id: str) -> list[HistoryEntry]: ...
+
+    @abstractmethod
+    def memory_ids_with_prefix(
+        self,
+        prefix: str,
+        user_id: str | None = None,
+        limit: int = AMBIGUOUS_SHOWN,
+        *,
+        deleted: bool = True,
+    ) -> list[str]:
+        """The ids that start with `prefix` (compared exactly, no case folding) of
+        live memories and, with `deleted`, of deleted ones (their history is kept),
+        the user's only if given; sorted by code point, the first `limit`."""
+
+    def resolve_memory_id(
+        self, prefix: str, user_id: str | None = None, *, deleted: bool = True
+    ) -> str:
+        """The full id of the one memory (live, or with `deleted` one whose history is
+        kept) whose id is `prefix` or starts with it, as git resolves a short commit
+        id; an id equal to `prefix` wins over longer ones. UnknownMemory if there is
+        none, AmbiguousMemoryId (naming the candidates) if there are several."""
+        found = self.memory_ids_with_prefix(prefix, user_id, AMBIGUOUS_SHOWN + 1, deleted=deleted)
+        if prefix in found:
+            return prefix
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            whose = f" of user {user_id!r}" if user_id is not None else ""
+            raise UnknownMemory(f"no memory{whose} whose id starts with {prefix!r}")
+        raise AmbiguousMemoryId(prefix, found[:AMBIGUOUS_SHOWN], more=len(found) > AMBIGUOUS_SHOWN)
 
     def session_memories(self, session_id: str, user_id: str | None = None) -> list[MemoryItem]:
         """Each live memory the session added or updated, with the content that session

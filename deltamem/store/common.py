@@ -45,6 +45,20 @@ def check_embedding(embedding: np.ndarray, dim: int, *, finite: bool = False) ->
         raise StoreError("embedding holds NaN or infinite values")
 
 
+def prefix_end(prefix: str) -> str | None:
+    """The least string above every string that starts with `prefix`, in code point
+    order (which is UTF-8 byte order, SQLite's BINARY collation), so that
+    `prefix <= id < prefix_end(prefix)` holds exactly for the ids that start with
+    `prefix` and an index can find them; None if no string is above them all."""
+    while prefix:
+        last = ord(prefix[-1])
+        if last < 0x10FFFF:
+            nxt = 0xE000 if 0xD800 <= last + 1 <= 0xDFFF else last + 1  # no surrogates
+            return prefix[:-1] + chr(nxt)
+        prefix = prefix[:-1]
+    return None
+
+
 def check_unapplied(state: Row | None, session_id: str) -> None:
     """Refuse to apply a session missing from the log (`state` is its row) or applied."""
     if state is None:
@@ -56,7 +70,9 @@ def check_unapplied(state: Row | None, session_id: str) -> None:
 def conflict(rec: SessionRecord) -> SessionConflict:
     return SessionConflict(
         f"session {rec.session_id!r} of user {rec.user_id!r} is already logged "
-        "with different content; give the new session its own id"
+        "with different content; give the new session its own id",
+        user_id=rec.user_id,
+        session_id=rec.session_id,
     )
 
 

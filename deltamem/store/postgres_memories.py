@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from deltamem.store.base import PlannedWrite, StoreError, UnknownMemory
+from deltamem.store.base import AMBIGUOUS_SHOWN, PlannedWrite, StoreError, UnknownMemory
 from deltamem.store.common import (
     HISTORY_COLUMNS,
     added,
@@ -239,6 +239,30 @@ class PostgresMemories:
     def history(self, memory_id: str) -> list[HistoryEntry]:
         rows = self._read("SELECT * FROM history WHERE memory_id=%s ORDER BY id", (memory_id,))
         return [POSTGRES_ROWS.history(r) for r in rows]
+
+    def memory_ids_with_prefix(
+        self,
+        prefix: str,
+        user_id: str | None = None,
+        limit: int = AMBIGUOUS_SHOWN,
+        *,
+        deleted: bool = True,
+    ) -> list[str]:
+        # starts_with compares exactly (LIKE would read '%' and '_' as wildcards);
+        # sorted by code point, as SQLite sorts them, whatever the database's collation
+        where, params = "starts_with({col}, %s)", [prefix]
+        if user_id is not None:
+            where += " AND user_id = %s"
+            params.append(user_id)
+        sql, args = f"SELECT id FROM memories WHERE {where.format(col='id')}", list(params)
+        if deleted:
+            sql += f" UNION SELECT memory_id FROM history WHERE {where.format(col='memory_id')}"
+            args += params
+        rows = self._read(
+            f'SELECT id FROM ({sql}) AS found ORDER BY id COLLATE "C" LIMIT %s',
+            [*args, int(limit)],
+        )
+        return [r["id"] for r in rows]
 
     def session_writes(self, session_id: str, user_id: str | None = None) -> dict[str, str]:
         return read_session_writes(self._read, "%s", session_id, user_id)

@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from deltamem.store.base import PlannedWrite, StoreError, UnknownMemory
+from deltamem.store.base import AMBIGUOUS_SHOWN, PlannedWrite, StoreError, UnknownMemory
 from deltamem.store.common import (
     HISTORY_COLUMNS,
     added,
     check_embedding,
     check_unapplied,
     history_row,
+    prefix_end,
     read_session_writes,
     updated,
     written_values,
@@ -256,6 +257,31 @@ class SQLiteMemories:
     def history(self, memory_id: str) -> list[HistoryEntry]:
         rows = self._read("SELECT * FROM history WHERE memory_id=? ORDER BY id", (memory_id,))
         return [SQLITE_ROWS.history(r) for r in rows]
+
+    def memory_ids_with_prefix(
+        self,
+        prefix: str,
+        user_id: str | None = None,
+        limit: int = AMBIGUOUS_SHOWN,
+        *,
+        deleted: bool = True,
+    ) -> list[str]:
+        # a range on the id, so that the indexes on memories.id and history.memory_id
+        # find them (LIKE folds ASCII case and reads '%' and '_' as wildcards)
+        end = prefix_end(prefix)
+        where, params = "{col} >= ?", [prefix]
+        if end is not None:
+            where += " AND {col} < ?"
+            params.append(end)
+        if user_id is not None:
+            where += " AND user_id = ?"
+            params.append(user_id)
+        sql, args = f"SELECT id FROM memories WHERE {where.format(col='id')}", list(params)
+        if deleted:
+            sql += f" UNION SELECT memory_id FROM history WHERE {where.format(col='memory_id')}"
+            args += params
+        rows = self._read(f"{sql} ORDER BY 1 LIMIT ?", [*args, int(limit)])
+        return [r[0] for r in rows]
 
     def session_writes(self, session_id: str, user_id: str | None = None) -> dict[str, str]:
         return read_session_writes(self._read, "?", session_id, user_id)
