@@ -367,8 +367,9 @@ class Memory:
         ranks them, and beside them the best `limit // 2` facts, so the facts add
         to what raw search would show and take no turn's place
         (`HybridSearcher.beside`). With one tier: `search`'s hits. Either way less
-        what later facts outdated (deltamem/superseded.py, rules OUTDATED_EXCERPT,
-        ENDED_AMONG_HITS, TAKEN_BACK_AMONG_HITS), made up from further down."""
+        the excerpts whose facts later facts outdated (deltamem/superseded.py, rule
+        OUTDATED_EXCERPT), made up from further down; an outdated fact is out of
+        search already (`invalid_at`)."""
         rules = self.config.rules
         if tiers == "all":
             hits = self.searcher.beside(

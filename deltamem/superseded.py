@@ -1,53 +1,32 @@
-"""What later facts outdated: what `Memory.context` (and so `answer`) does not read.
+"""What later facts outdated, among the excerpts `Memory.context` (and so `answer`)
+reads (rule OUTDATED_EXCERPT).
 
 The 1.5B answerer follows a question's words to an old statement whatever it is told
 of it: with "resigned from Westfield School" among the facts and the old turn "I
 teach maths at Westfield School" beside it, "Where does Jun work?" is answered
 "Westfield School"; with the turn marked as no longer true, the same; with it left
-out, "a small bakery in town" (docs/benchmarks.md, fourteenth pass). So what a later
-fact outdated is left out of what it reads; `search`, the bank and each memory's
-history keep it. Three kinds:
+out, "a small bakery in town" (docs/journal/benchmarks.md, fourteenth pass). So an
+excerpt whose fact was outdated is left out of what it reads; `search`, the bank and
+each memory's history keep it.
 
-* by provenance (`outdated`): an excerpt is a raw turn, and the facts derived from
-  it carry that turn. Where a later session's fact outdated one of them (`outdates`:
-  ended what it named, swapped or reversed a value; not a richer or reworded fact),
-  the sentences of the session's excerpts that name the outdated value go ("My
-  monthly income is 15600 USD." once it is 18,000; the assistant's "How do you like
-  Northwind Bank?" once that job ended), or the whole turn where no value can be
-  found (a reversed or deleted fact);
-* by an ending among the hits (`ended_among`): an item said before a retrieved fact
-  that ends what it names ("works at Northwind Bank, learning Portuguese ..."
-  before "left Northwind Bank": a packed fact the update did not replace);
-* by a taking back among the hits (`taken_back_among`): an item said before a
-  retrieved fact that says it no longer holds ("no longer drinks coffee", "the
-  wedding is on June 14th, not in May", "quit smoking").
+An excerpt is a raw turn, and the facts derived from it carry that turn
+(provenance). Whether such a fact still holds is stored: a later session updated it
+(the update's old and new content), outdated it (`invalid_at`, written when the
+later fact was: deltamem/manager/outdate.py), or someone deleted it. Facts
+themselves need no filter here: an outdated memory is out of search already.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
 
-from deltamem.manager.resolve import ended_values, exact_values, outdated_values, outdates
+from deltamem.manager.resolve import exact_values, outdated_values, outdates
 from deltamem.rules import DEFAULT, RuleSettings
 from deltamem.store.base import Store
-from deltamem.text import stems_of
 from deltamem.types import SearchHit
 
-# what a fact says no longer holds: "no longer drinks coffee", "the wedding is on
-# June 14th, not in May", "lives in Lyon and not in Paris"
-_TAKEN_BACK = re.compile(
-    r"(?:\bno\s+longer|,\s*not|\band\s+not)\s+(?P<what>[^,.;!?]+?)(?=[,.;!?]|\s+(?:but|and|because|as)\b|$)",
-    re.IGNORECASE,
-)
-
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-# an activity ended: "quit smoking", "gave up running", "stopped playing football"
-_QUIT_DOING = re.compile(
-    r"\b(?:quit|gave\s+up|stopped|has\s+stopped)\s+(?P<what>\w+ing(?:\s+(?!in\b|on\b|at\b)\w+)?)",
-    re.IGNORECASE,
-)
 
 
 @dataclass
@@ -91,6 +70,13 @@ def outdated(store: Store, user_id: str, session_id: str, agent_id: str | None) 
         current = now.get(memory_id)
         if current is None:
             out.whole.update(turns)  # deleted: the turn's fact was taken back
+        elif current.invalid_at is not None:
+            # outdated by a later fact: the sentences naming its values go
+            if values := exact_values(said):
+                out.turns.update(turns)
+                out.values.append(values)
+            else:
+                out.whole.update(turns)
         elif current.session_id != session_id and outdates(said, current.content):
             if values := outdated_values(said, current.content):
                 out.turns.update(turns)
@@ -100,86 +86,19 @@ def outdated(store: Store, user_id: str, session_id: str, agent_id: str | None) 
     return out
 
 
-def ended_among(hits: list[SearchHit]) -> list[tuple[datetime, set[str]]]:
-    """When each fact among `hits` that ends a named thing was said, and the values
-    of what it ends ("left Northwind Bank": {"northwind", "bank"})."""
-    out = []
-    for hit in hits:
-        if hit.kind == "fact" and (values := ended_values(hit.memory.content, None)):
-            out.append((hit.memory.timestamp, values))
-    return out
-
-
-@dataclass(frozen=True)
-class TakenBack:
-    """A fact among the hits that says something no longer holds."""
-
-    said: datetime
-    what: frozenset[str]  # the stems of what no longer holds ("drink", "coffe")
-    topic: frozenset[str]  # the fact's other stems ("wed", "june" for a moved date)
-
-
-def taken_back_among(hits: list[SearchHit]) -> list[TakenBack]:
-    """What the facts among `hits` say no longer holds."""
-    out = []
-    for hit in hits:
-        if hit.kind != "fact":
-            continue
-        text = hit.memory.content
-        for m in _TAKEN_BACK.finditer(text):
-            what = frozenset(stems_of(m.group("what")))
-            if what:
-                out.append(TakenBack(hit.memory.timestamp, what, frozenset(stems_of(text)) - what))
-        for m in _QUIT_DOING.finditer(text):
-            # the activity is its own topic: "smokes ten a day" before "quit smoking"
-            what = frozenset(stems_of(m.group("what")))
-            if what:
-                out.append(TakenBack(hit.memory.timestamp, what, what))
-    return out
-
-
-def _taken_back_before(hit: SearchHit, taken: list[TakenBack]) -> bool:
-    """An item said before a fact that takes back what it states: it holds every
-    word of what was taken back and shares a word of the fact's topic ("planned for
-    May 14th" and "our wedding" before "the wedding is on June 14th, not in May")."""
-    if _TAKEN_BACK.search(hit.memory.content) or _QUIT_DOING.search(hit.memory.content):
-        return False
-    stems: set[str] | None = None
-    for t in taken:
-        if hit.memory.timestamp < t.said:
-            stems = stems_of(hit.memory.content) if stems is None else stems
-            if t.what <= stems and stems & t.topic:
-                return True
-    return False
-
-
-def _ended_before(hit: SearchHit, ended: list[tuple[datetime, set[str]]]) -> bool:
-    """An item said before a fact that ends something it names (itself no ending)."""
-    if hit.kind == "fact" and ended_values(hit.memory.content, None):
-        return False
-    named: set[str] | None = None
-    for when, values in ended:
-        if hit.memory.timestamp < when:
-            named = exact_values(hit.memory.content) if named is None else named
-            if values <= named:
-                return True
-    return False
-
-
 def without_superseded(
     store: Store, hits: list[SearchHit], rules: RuleSettings = DEFAULT
 ) -> list[SearchHit]:
-    """`hits` less what later facts outdated (the module's three kinds, each a rule
-    that `rules` can switch off), in their order; an excerpt that lost sentences is
-    a copy with the rest."""
-    ended = ended_among(hits) if rules.on("ENDED_AMONG_HITS") else []
-    taken = taken_back_among(hits) if rules.on("TAKEN_BACK_AMONG_HITS") else []
-    by_provenance = rules.on("OUTDATED_EXCERPT")
+    """`hits` less the excerpts whose facts later sessions outdated (rule
+    OUTDATED_EXCERPT, which `rules` can switch off), in their order; an excerpt that
+    lost sentences is a copy with the rest."""
+    if not rules.on("OUTDATED_EXCERPT"):
+        return list(hits)
     cache: dict[tuple[str, str | None, str], Outdated] = {}
     kept: list[SearchHit] = []
     for hit in hits:
         m = hit.memory
-        if by_provenance and hit.kind == "episode" and m.session_id:
+        if hit.kind == "episode" and m.session_id:
             key = (m.user_id, m.agent_id, m.session_id)
             if key not in cache:
                 cache[key] = outdated(store, m.user_id, m.session_id, m.agent_id)
@@ -188,9 +107,5 @@ def without_superseded(
                 continue
             if still != m.content:
                 hit = hit.model_copy(update={"memory": m.model_copy(update={"content": still})})
-        if ended and _ended_before(hit, ended):
-            continue
-        if taken and _taken_back_before(hit, taken):
-            continue
         kept.append(hit)
     return kept

@@ -11,7 +11,7 @@ from deltamem.timeparse import parse_time
 
 Role = Literal["user", "assistant", "system"]
 MemoryType = Literal["persona", "event", "relationship"]
-OpKind = Literal["add", "update", "none", "delete"]
+OpKind = Literal["add", "update", "none", "delete", "invalidate"]
 # "deferred": logged (and searchable as episodes) with infer=False, not queued for the
 # LLM until asked (`Memory.process_pending`, a job retry)
 SessionStatus = Literal["pending", "applied", "failed", "deferred"]
@@ -62,6 +62,10 @@ class MemoryItem(BaseModel):
     created_at: datetime
     updated_at: datetime
     version: int = 1
+    # when a later fact ended or took it back (the event time of that session), and
+    # the id of that fact: an outdated memory leaves search and answers, not history
+    invalid_at: datetime | None = None
+    superseded_by: str | None = None
 
 
 class Operation(BaseModel):
@@ -180,6 +184,8 @@ class SearchFilters(BaseModel):
     until: datetime | None = None
     memory_type: MemoryType | None = None
     session_id: str | None = None
+    # memories a later fact ended or took back (invalid_at set) are left out unless asked
+    outdated: bool = False
 
     @field_validator("since", "until", mode="before")
     @classmethod

@@ -127,6 +127,8 @@ def undo_sqlite_migration_004(con: Any) -> None:
     """Make a SQLite store look as migration 003 left it (no episode tier, and none of
     the later migrations)."""
     for stmt in (
+        "ALTER TABLE memories DROP COLUMN superseded_by",  # 007
+        "ALTER TABLE memories DROP COLUMN invalid_at",
         "DROP INDEX llm_calls_session",  # 006
         "ALTER TABLE llm_calls DROP COLUMN session_id",
         "ALTER TABLE llm_calls DROP COLUMN agent_id",

@@ -799,7 +799,7 @@ def test_sqlite_call_log_keeps_replies_and_upgrades_an_older_store(tmp_path: Pat
     with sqlite3.connect(path) as con:
         rows = con.execute("SELECT purpose, ok, error, reply FROM llm_calls ORDER BY id").fetchall()
         version = con.execute("PRAGMA user_version").fetchone()[0]
-    assert version == 6
+    assert version == 7
     assert rows == [
         ("old", 1, None, None),
         ("manager", 1, None, '{"operations": []}'),
@@ -829,3 +829,37 @@ def test_keyword_search_with_terms_sharing_a_stem(store: Store) -> None:
     store.apply_session(rec, [PlannedWrite("add", "Ana loves old films.", unit(1.0))], [])
     hits = store.keyword_search("u", ["film", "films", "loves"], 5)
     assert [store.get(mid).content for mid, _ in hits] == ["Ana loves old films."]  # type: ignore[union-attr]
+
+
+# --- outdated memories ------------------------------------------------------------------
+def test_a_write_that_outdates_a_memory_stores_when_and_by_what(store: Store) -> None:
+    [job] = ingest(store, session("s1", timestamp=T0), add_w("Alice works at Brightloop."))
+    [other] = ingest(store, session("s0", user_id="u2", timestamp=T0), add_w("Bob works here."))
+    later = session("s2", timestamp=T0 + timedelta(days=30))
+    ops = ingest(
+        store,
+        later,
+        add_w(
+            "Alice left Brightloop.",
+            unit(0, 1),
+            memory_id="left-1",
+            outdates=[job.memory_id or "", other.memory_id or ""],  # another user's: untouched
+            outdates_rule="ENDED_BY_LATER",
+        ),
+    )
+    assert [(o.op, o.memory_id, o.rule) for o in ops] == [
+        ("add", "left-1", None),
+        ("invalidate", job.memory_id, "ENDED_BY_LATER"),
+    ]
+    old = store.get(job.memory_id or "")
+    assert old is not None and old.content == "Alice works at Brightloop."
+    assert old.invalid_at == later.timestamp and old.superseded_by == "left-1"
+    assert [h.op for h in store.history(old.id)] == ["add", "invalidate"]
+    # out of the listing unless asked for; the other user's memory still holds
+    assert [m.id for m in store.list_memories("u1")] == ["left-1"]
+    assert {m.id for m in store.list_memories("u1", filters=SearchFilters(outdated=True))} == {
+        "left-1",
+        old.id,
+    }
+    mine = store.get(other.memory_id or "")
+    assert mine is not None and mine.invalid_at is None

@@ -67,7 +67,7 @@ def test_an_excerpt_whose_fact_was_deleted_is_not_read(mem: Memory, llm: Scripte
     assert excerpts(mem.context("Where does Alice work?", user_id="alice")) == []
 
 
-def test_an_item_said_before_a_fact_that_ends_what_it_names_is_not_read(
+def test_a_memory_a_later_fact_ends_is_stored_as_outdated(
     mem: Memory, llm: ScriptedLLM
 ) -> None:
     # a packed fact the update did not replace: it names the employer that ended
@@ -80,7 +80,15 @@ def test_an_item_said_before_a_fact_that_ends_what_it_names_is_not_read(
     facts = [h.memory.content for h in mem.context("Where does Alice work?", user_id="alice")
              if h.kind == "fact"]  # fmt: skip
     assert facts == ["Alice left Brightloop."]
-    assert len(mem.get_all(user_id="alice")) == 2  # the bank keeps both
+    # outdated when the ending was written, not worked out on a read: get_all holds the
+    # current memory, the old one keeps its history and says what outdated it
+    (left_fact,) = mem.get_all(user_id="alice")
+    everything = mem.get_all(user_id="alice", filters={"outdated": True})
+    (old,) = [m for m in everything if m.id != left_fact.id]
+    assert old.invalid_at is not None and old.invalid_at.year == 2025 and old.invalid_at.month == 6
+    assert old.superseded_by == left_fact.id
+    assert [h.op for h in mem.history(old.id)] == ["add", "invalidate"]
+    assert all(h.memory.id != old.id for h in mem.search("Brightloop", user_id="alice"))
 
 
 @pytest.mark.anyio

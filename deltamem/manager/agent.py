@@ -34,6 +34,7 @@ from deltamem.embed.base import Embedder
 from deltamem.llm.base import LLM
 from deltamem.manager import schema
 from deltamem.manager.extract import FactExtractor, introduced_name, name_in
+from deltamem.manager.outdate import mark_outdated
 from deltamem.manager.render import (
     Turn,
     chunk_turns,
@@ -308,16 +309,17 @@ class Manager:
             sims = turn_matrix @ vec
             best = float(sims.max())
             turns = [idx[j] for j in np.argsort(-sims)[:3] if sims[j] >= best - 0.05]
+            write = PlannedWrite(
+                op=p.op,
+                content=p.content,
+                embedding=vec,
+                memory_id=p.memory_id,
+                memory_type=p.memory_type,
+                keywords=keywords(p.content),
+                turns=sorted(turns),
+            )
             writes.append(
-                PlannedWrite(
-                    op=p.op,
-                    content=p.content,
-                    embedding=vec,
-                    memory_id=p.memory_id,
-                    memory_type=p.memory_type,
-                    keywords=keywords(p.content),
-                    turns=sorted(turns),
-                )
+                mark_outdated(self.store, write, session, writes, None, self.config.rules)
             )
             if p.op == "add":
                 kept.append(vec)

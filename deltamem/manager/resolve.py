@@ -306,7 +306,7 @@ class Resolver:
             if kind == "same" and not self.rules.on("SAME_AS_KNOWN"):
                 kind = "new"
             if kind == "new":
-                writes.append(self._write("add", cand, vec))
+                writes.append(self._outdating(self._write("add", cand, vec), session, writes, name))
                 continue
             target = related[int(number) - 1]
             if kind == "same":
@@ -325,10 +325,22 @@ class Resolver:
                         cand, target, "update would drop details; added", "UPDATE_LOSES_DETAILS"
                     )
                 )
-                writes.append(self._write("add", cand, vec))
+                writes.append(self._outdating(self._write("add", cand, vec), session, writes, name))
             else:
-                writes.append(self._write("update", cand, vec, target.memory_id))
+                update = self._write("update", cand, vec, target.memory_id)
+                writes.append(self._outdating(update, session, writes, name))
         return writes, calls
+
+    def _outdating(
+        self,
+        write: PlannedWrite,
+        session: SessionRecord,
+        writes: list[PlannedWrite],
+        name: str | None,
+    ) -> PlannedWrite:
+        from deltamem.manager.outdate import mark_outdated  # it imports this module
+
+        return mark_outdated(self.store, write, session, writes, name, self.rules)
 
     def _related(
         self, options: list[_Option], bare_vec: np.ndarray, name: str | None
@@ -349,9 +361,10 @@ class Resolver:
         )
         scores = dict(found)
         mems = self.store.get_many([mid for mid, _ in found if mid not in updated])
+        current = [m for m in mems if m.invalid_at is None]
         return [
             _Option(m.content, f"{m.timestamp:%Y-%m-%d}", scores[m.id], m.id)
-            for m in mems[:NEAREST]
+            for m in current[:NEAREST]
         ]
 
     def _ask(self, session: SessionRecord, cand: Candidate, related: list[_Option]) -> str:

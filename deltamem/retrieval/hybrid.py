@@ -160,11 +160,17 @@ class HybridSearcher:
 
     def _fact_hits(self, ranked: TierRanking, limit: int) -> list[SearchHit]:
         """The fact tier's best `limit`: dense and keyword rankings fused."""
-        fused = rrf([[m for m, _ in ranked.dense], [m for m, _ in ranked.keywords]])[:limit]
+        # deeper than `limit`: a memory a later fact outdated (invalid_at) is left out
+        fused = rrf([[m for m, _ in ranked.dense], [m for m, _ in ranked.keywords]])[: limit * 2]
         if not fused:
             return []
         found = {m.id: m for m in self.store.get_many([i for i, _ in fused])}
-        return [SearchHit(memory=found[i], score=sc) for i, sc in fused if i in found]
+        hits = [
+            SearchHit(memory=found[i], score=sc)
+            for i, sc in fused
+            if i in found and found[i].invalid_at is None
+        ]
+        return hits[:limit]
 
     def _episode_hits(self, ranked: TierRanking, limit: int) -> list[SearchHit]:
         """The episode tier's best `limit`, a turn repeated word for word shown once."""

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 # reads; answer: the answerer's reply
 Stage = Literal["fact", "session", "decide", "context", "answer"]
 STAGES: tuple[Stage, ...] = ("fact", "session", "decide", "context", "answer")
-Effect = Literal["refuse", "rewrite", "filter"]
+Effect = Literal["refuse", "rewrite", "filter", "invalidate"]
 
 
 @dataclass(frozen=True)

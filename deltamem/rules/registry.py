@@ -191,26 +191,29 @@ _ALL: list[Rule] = [
         "('session' strategy) a first-person sentence packed after a fact",
         EN,
     ),
+    Rule(
+        "ENDED_BY_LATER",
+        "decide",
+        "invalidate",
+        "a fact that ends a named thing ('left Northwind Bank') outdates the older memories "
+        "naming it: invalid_at and superseded_by, written with the fact",
+        EN,
+    ),
+    Rule(
+        "TAKEN_BACK_BY_LATER",
+        "decide",
+        "invalidate",
+        "a fact that takes something back ('no longer drinks coffee', 'quit smoking') "
+        "outdates the older memories stating it",
+        EN,
+    ),
     # --- context: what the answerer reads ------------------------------------------
     Rule(
         "OUTDATED_EXCERPT",
         "context",
         "filter",
-        "an excerpt whose facts a later session changed or ended is left out",
-    ),
-    Rule(
-        "ENDED_AMONG_HITS",
-        "context",
-        "filter",
-        "an item said before a retrieved fact that ends what it names",
-        EN,
-    ),
-    Rule(
-        "TAKEN_BACK_AMONG_HITS",
-        "context",
-        "filter",
-        "an item said before a retrieved fact that says it no longer holds",
-        EN,
+        "an excerpt whose facts a later session changed or outdated is left out (the "
+        "sentences naming the outdated values, else the turn)",
     ),
     # --- answer: the answerer's reply ------------------------------------------------
     Rule(

@@ -74,6 +74,11 @@ class PlannedWrite:
     memory_type: MemoryType | None = None
     keywords: list[str] = field(default_factory=list)
     turns: list[int] = field(default_factory=list)
+    # stored memories this write says no longer hold ("left Northwind Bank" ends "works
+    # at Northwind Bank"): each gets invalid_at (the session's time) and superseded_by
+    # (this write's memory), and the rule that found it (deltamem.rules)
+    outdates: list[str] = field(default_factory=list)
+    outdates_rule: str | None = None
 
 
 @dataclass

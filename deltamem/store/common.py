@@ -95,6 +95,19 @@ def updated(w: PlannedWrite, old_content: str) -> Operation:
     )
 
 
+def invalidated(memory_id: str, content: str, by: str | None, rule: str | None) -> Operation:
+    """The marking of a memory that held `content` as no longer holding, by memory
+    `by` (the history row keeps the content on both sides: nothing was rewritten)."""
+    return Operation(
+        op="invalidate",
+        memory_id=memory_id,
+        content=content,
+        old_content=content,
+        note=f"outdated by {by}" if by else "outdated",
+        rule=rule,
+    )
+
+
 def written_values(
     session: SessionRecord, w: PlannedWrite, encode_list: Callable[[list], object]
 ) -> tuple[object, ...]:

@@ -22,6 +22,7 @@ from deltamem.store.common import (
     check_embedding,
     check_unapplied,
     history_row,
+    invalidated,
     read_session_writes,
     updated,
     written_values,
@@ -41,7 +42,7 @@ Row = dict[str, Any]
 
 _MEMORY_COLS = (
     "id, user_id, agent_id, content, timestamp, memory_type, keywords, session_id, turns, "
-    "created_at, updated_at, version"
+    "created_at, updated_at, version, invalid_at, superseded_by"
 )
 
 
@@ -76,6 +77,10 @@ class PostgresMemories:
                     applied.append(self._update(cur, session, w, now))
                 else:
                     raise StoreError(f"cannot apply operation {w.op!r}")
+                by = applied[-1].memory_id
+                for target in w.outdates:
+                    if op := self._invalidate(cur, session, target, by, w.outdates_rule, now):
+                        applied.append(op)
             ops = applied + noops
             cur.execute(
                 f"""UPDATE sessions SET status='applied', error=NULL, operations=%s,
@@ -144,6 +149,31 @@ class PostgresMemories:
             ),
         )
         op = updated(w, row["content"])
+        self._log_history(cur, *history_row(op, session, now))
+        return op
+
+    def _invalidate(
+        self,
+        cur: psycopg.Cursor[Row],
+        session: SessionRecord,
+        memory_id: str,
+        by: str | None,
+        rule: str | None,
+        now: datetime,
+    ) -> Operation | None:
+        """Mark a stored memory of the session's user as no longer holding (once)."""
+        row = cur.execute(
+            """SELECT content FROM memories WHERE id=%s AND user_id=%s AND invalid_at IS NULL
+               FOR UPDATE""",
+            (memory_id, session.user_id),
+        ).fetchone()
+        if row is None or memory_id == by:
+            return None
+        cur.execute(
+            "UPDATE memories SET invalid_at=%s, superseded_by=%s, updated_at=%s WHERE id=%s",
+            (session.timestamp.isoformat(), by, now, memory_id),
+        )
+        op = invalidated(memory_id, row["content"], by, rule)
         self._log_history(cur, *history_row(op, session, now))
         return op
 
@@ -229,6 +259,8 @@ class PostgresMemories:
         limit: int | None = None,
     ) -> list[MemoryItem]:
         extra, params = filter_sql(agent_id, filters)
+        if filters is None or not filters.outdated:
+            extra += " AND invalid_at IS NULL"
         rows = self._read(
             f"""SELECT {_MEMORY_COLS} FROM memories WHERE user_id=%s{extra}
                 ORDER BY ts, seq LIMIT %s""",

@@ -61,6 +61,8 @@ class RowFormat:
             created_at=self.instant(r["created_at"]),
             updated_at=self.instant(r["updated_at"]),
             version=r["version"],
+            invalid_at=datetime.fromisoformat(r["invalid_at"]) if r["invalid_at"] else None,
+            superseded_by=r["superseded_by"],
         )
 
     def history(self, r: Row) -> HistoryEntry:

@@ -22,6 +22,7 @@ from deltamem.store.common import (
     check_embedding,
     check_unapplied,
     history_row,
+    invalidated,
     prefix_end,
     read_session_writes,
     updated,
@@ -60,6 +61,10 @@ class SQLiteMemories:
                     applied.append(self._update(db, session, w, now))
                 else:
                     raise StoreError(f"cannot apply operation {w.op!r}")
+                by = applied[-1].memory_id
+                for target in w.outdates:
+                    if op := self._invalidate(db, session, target, by, w.outdates_rule, now):
+                        applied.append(op)
             ops = applied + noops
             if writes:
                 self._bump(db, session.user_id)
@@ -163,6 +168,30 @@ class SQLiteMemories:
         self._log_history(db, *history_row(op, session, now))
         return op
 
+    def _invalidate(
+        self,
+        db: sqlite3.Connection,
+        session: SessionRecord,
+        memory_id: str,
+        by: str | None,
+        rule: str | None,
+        now: str,
+    ) -> Operation | None:
+        """Mark a stored memory of the session's user as no longer holding (once)."""
+        row = db.execute(
+            "SELECT content FROM memories WHERE id=? AND user_id=? AND invalid_at IS NULL",
+            (memory_id, session.user_id),
+        ).fetchone()
+        if row is None or memory_id == by:
+            return None
+        db.execute(
+            "UPDATE memories SET invalid_at=?, superseded_by=?, updated_at=? WHERE id=?",
+            (session.timestamp.isoformat(), by, now, memory_id),
+        )
+        op = invalidated(memory_id, row["content"], by, rule)
+        self._log_history(db, *history_row(op, session, now))
+        return op
+
     def _remove_rows(self, db: sqlite3.Connection, rowids: list[int]) -> None:
         for chunk in range(0, len(rowids), 500):
             part = rowids[chunk : chunk + 500]
@@ -249,6 +278,8 @@ class SQLiteMemories:
         limit: int | None = None,
     ) -> list[MemoryItem]:
         extra, params = filter_sql(agent_id, filters)
+        if filters is None or not filters.outdated:
+            extra += " AND invalid_at IS NULL"
         sql = f"SELECT * FROM memories WHERE user_id=?{extra} ORDER BY ts, rowid"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
