@@ -67,9 +67,7 @@ def test_an_excerpt_whose_fact_was_deleted_is_not_read(mem: Memory, llm: Scripte
     assert excerpts(mem.context("Where does Alice work?", user_id="alice")) == []
 
 
-def test_a_memory_a_later_fact_ends_is_stored_as_outdated(
-    mem: Memory, llm: ScriptedLLM
-) -> None:
+def test_a_memory_a_later_fact_ends_is_stored_as_outdated(mem: Memory, llm: ScriptedLLM) -> None:
     # a packed fact the update did not replace: it names the employer that ended
     llm.push(ops(add("Alice works at Brightloop, learns Portuguese and has a cat.")))
     mem.add(JOB, user_id="alice", session_id="s1", timestamp="2025-01-01")
