@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from deltamem.llm.base import LLM
 from deltamem.manager.dates import annotate
 from deltamem.porter import stem
+from deltamem.rules import DEFAULT, RuleSettings
 from deltamem.text import clip, stems_of, terms
 from deltamem.types import SearchHit
 from deltamem.yesno import is_yes_no, opening, without_restated_premise
@@ -148,8 +149,10 @@ class Answerer:
         max_tokens: int = 200,
         order: Order = "date",
         yes_cut: float | None = YES_CUT,
+        rules: RuleSettings = DEFAULT,
     ) -> None:
         self.llm = llm
+        self.rules = rules
         self.max_tokens = max_tokens
         self.order: Order = order
         self.yes_cut = yes_cut
@@ -164,7 +167,10 @@ class Answerer:
         *,
         not_yes: bool = False,
     ) -> list[dict[str, str]]:
-        return self._prompt(question, hits, asked_at, unmentioned_name(question, hits), not_yes)
+        return self._prompt(question, hits, asked_at, self._unmentioned(question, hits), not_yes)
+
+    def _unmentioned(self, question: str, hits: list[SearchHit]) -> Asked | None:
+        return unmentioned_name(question, hits) if self.rules.on("UNMENTIONED_NAME") else None
 
     def _prompt(
         self,
@@ -189,8 +195,8 @@ class Answerer:
     def answer(
         self, question: str, hits: list[SearchHit], asked_at: datetime | None = None
     ) -> Answer:
-        unnamed = unmentioned_name(question, hits)
-        if unnamed is not None and unnamed.own_name:
+        unnamed = self._unmentioned(question, hits)
+        if unnamed is not None and unnamed.own_name and self.rules.on("OWN_NAME_UNKNOWN"):
             # one of the person's own names ("middle name") that no item gives: told so,
             # the 1.5B still answered 4 of 36 such questions with a name found nearby
             # ("Martin's middle name is Mark"); no other wording of it was ever seen
@@ -213,7 +219,7 @@ class Answerer:
     def _doubted_yes(self, question: str, text: str, messages: list[dict[str, str]]) -> bool:
         """A "Yes" to a yes/no question that the model gave less surely than `yes_cut`
         (one scoring pass over the prompt just answered: its tokens are cached)."""
-        if self.yes_cut is None or not self.llm.scores_options:
+        if self.yes_cut is None or not self.llm.scores_options or not self.rules.on("DOUBTED_YES"):
             return False
         if opening(text) != "yes" or not is_yes_no(question):
             return False

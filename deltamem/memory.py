@@ -351,7 +351,7 @@ class Memory:
     ) -> Answer:
         hits = self.context(question, user_id=user_id, limit=limit, agent_id=agent_id, tiers=tiers)
         at = parse_time(asked_at) if asked_at is not None else None
-        return Answerer(self.llm).answer(question, hits, asked_at=at)
+        return Answerer(self.llm, rules=self.config.rules).answer(question, hits, asked_at=at)
 
     def context(
         self,

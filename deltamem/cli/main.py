@@ -466,6 +466,45 @@ def sessions(
 
 # --- set-up, demo, service, bench -----------------------------------------------------
 @app.command()
+def rules(
+    stage: str | None = typer.Option(
+        None, help="Only this stage's rules: fact, session, decide, context or answer."
+    ),
+    as_json: bool = JsonFlag,
+) -> None:
+    """The rules of the write and read paths, in the order they run: code, stage,
+    effect, languages and what each refuses or rewrites (switch one off with
+    ManagerConfig(rules=RuleSettings(off={...})); figures in docs/rules.md)."""
+    import json
+
+    from deltamem.rules import all_rules
+
+    shown = [r for r in all_rules() if stage is None or r.stage == stage]
+    if not shown:
+        typer.echo(f"no rules of stage {stage!r}", err=True)
+        raise typer.Exit(2)
+    rows = [
+        {
+            "code": r.code,
+            "stage": r.stage,
+            "effect": r.effect,
+            "languages": sorted(r.languages) if r.languages else "any",
+            "thresholds": dict(r.thresholds),
+            "summary": r.summary,
+        }
+        for r in shown
+    ]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=1))
+        return
+    for row in rows:
+        langs = ",".join(row["languages"]) if isinstance(row["languages"], list) else "any"
+        typer.echo(
+            f"{row['code']:<22} {row['stage']:<8} {row['effect']:<10} {langs:<12} {row['summary']}"
+        )
+
+
+@app.command()
 def setup() -> None:
     """Assemble and verify the embedded model, and load the embedder once."""
     from deltamem.embed import make_embedder
