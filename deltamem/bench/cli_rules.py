@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -53,9 +52,10 @@ def rules(
         )
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
+        # vars, not asdict: asdict rebuilds a Counter from (key, count) pairs as keys
         figures = {
-            "cases": {k: v for k, v in asdict(scored).items()},
-            "runs": {name: asdict(score) for name, score in replayed.items()},
+            "cases": dict(vars(scored)),
+            "runs": {name: dict(vars(score)) for name, score in replayed.items()},
         }
         out.write_text(json.dumps(figures, indent=1, default=str), encoding="utf-8")
         out.with_suffix(".md").write_text(table + "\n", encoding="utf-8")

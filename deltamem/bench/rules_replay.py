@@ -196,14 +196,13 @@ def rules_table(cases: CaseScore, runs: dict[str, RunScore]) -> str:
         named = f"{cases.missed[code]} of {cases.named[code]}" if cases.named[code] else "–"
         row = f"| `{code}` | {langs} | {fires} / {right} / {precision} | {named} |"
         for score in runs.values():
-            if rule.effect == "rewrite":
-                share = score.rewrites[code] / max(1, score.written)
-                row += f" rewrites {score.rewrites[code]} ({share:.1%}) |"
-                continue
             share = score.refused[code] / max(1, score.written)
             row += (
                 f" {score.refused[code]} ({share:.1%}) / {score.fires[code]} / "
-                f"{score.let_through[code]} |"
+                f"{score.let_through[code]}"
             )
+            if rule.effect == "rewrite":
+                row += f"; rewrites {score.rewrites[code]}"
+            row += " |"
         lines.append(row)
     return "\n".join(lines)

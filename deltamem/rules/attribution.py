@@ -219,11 +219,20 @@ def said_of_another(fact: str, subject: str, said: str) -> str | None:
 
 def others_thing(fact: str, subject: str, said: str) -> str | None:
     """Why a fact with "her/his <thing>" is refused where the message says the thing
-    only as someone else's ("near his family"), or None."""
+    only as someone else's ("near his family"), or a fact about "<person>'s <thing>"
+    where the message says it only as the listener's ("Your family looks so
+    cheerful" -> "Maria's family is cheerful"), or None."""
+    owned = _owned_things(said)
+    m = re.match(rf"{re.escape(subject)}['’]s\s+([\w'’-]+)", fact, re.IGNORECASE)
+    if m:
+        thing = stem(_norm(m.group(1)))
+        owners = {o for o, t, _ in owned if t == thing}
+        if "your" in owners and not owners & {"my", "our"}:
+            return f"the listener's {m.group(1)}, not the person's"
+        return None
     rest = _doing(fact, subject)
     if rest is None:
         return None
-    owned = _owned_things(said)
     for owner, thing, word in _owned_things(rest):
         # "her family" in the fact, only "his family" in the message (a faithful
         # "their skills" of the team, or "her homework" of a sister, is the same word)

@@ -40,8 +40,10 @@ FIRST_PERSON_WORDS = {
 # "me", "my": told of the person where the fact is theirs ("sharing my experiences"
 # -> "sharing their experiences"); an "I" or a "we" is not rewritten (whose verb,
 # who "we" are, is not the fact's to say)
-_TOLD = {"me": "them", "my": "their", "mine": "theirs", "myself": "themselves"}
-_TOLD_WORD = re.compile(r"\b(me|my|mine|myself)\b", re.IGNORECASE)
+# "our" of a group the person speaks for ("investing in our future generations",
+# "unemployment in our community") is told as "the": whose it is, the fact does not say
+_TOLD = {"me": "them", "my": "their", "mine": "theirs", "myself": "themselves", "our": "the"}
+_TOLD_WORD = re.compile(r"\b(me|my|mine|myself|our)\b", re.IGNORECASE)
 
 
 def person_stems(subject: str) -> set[str]:
@@ -89,8 +91,8 @@ def fragment(given: FactInput) -> Outcome | None:
 
 
 def first_person_told(given: FactInput) -> Outcome | None:
-    """A fact about the person that keeps the speaker's "me" or "my" after their
-    name: those words are the person's, told of them."""
+    """A fact about the person that keeps the speaker's "me", "my" or "our" after
+    their name: those words are the person's, told of them."""
     fact = given.fact
     if not fact.lower().startswith(given.subject.lower()) or not _TOLD_WORD.search(fact):
         return None
@@ -110,16 +112,27 @@ def first_person(given: FactInput) -> Outcome | None:
     return None
 
 
+def _bare(word: str) -> str:
+    """A word without its possessive ("John's" -> "john")."""
+    return re.sub(r"['’]s?$", "", word.lower())
+
+
 def not_named(given: FactInput) -> Outcome | None:
     names = person_stems(given.subject)
-    if not {stem(w.lower()) for w in words(given.fact)} & names:
+    if not {stem(_bare(w)) for w in words(given.fact)} & names:
         return Outcome("NOT_NAMED", "does not name the person")
     return None
 
 
 def says_nothing(given: FactInput) -> Outcome | None:
-    if not content_stems(given.fact, person_stems(given.subject)):
+    """No content word besides the name, or the person said to be their own name or
+    a thing of theirs ("Maria is Maria's family", "John is called John")."""
+    names = person_stems(given.subject)
+    if not content_stems(given.fact, names):
         return Outcome("SAYS_NOTHING", "says nothing about the person")
+    who = re.escape(given.subject)
+    if re.match(rf"{who}\s+(?:is|was)\s+(?:called\s+|named\s+)?{who}\b", given.fact, re.I):
+        return Outcome("SAYS_NOTHING", "says the person is their own name")
     return None
 
 
