@@ -45,6 +45,12 @@ def main() -> None:
     print("bank")
     for m in bank:
         print(f"  {m.timestamp:%Y-%m-%d} v{m.version} {m.content}")
+        if m.version > 1:
+            for h in mem.history(m.id)[:-1]:
+                print(f"      was ({h.op}): {h.new_content}")
+    outdated = [m for m in mem.get_all(user_id=user, filters={"outdated": True}) if m.invalid_at]
+    for m in outdated:
+        print(f"  outdated {m.invalid_at:%Y-%m-%d} by {m.superseded_by}: {m.content}")
     right = 0
     for q in case["questions"]:
         text = mem.answer(q["question"], user_id=user, asked_at=case["asked_at"]).text

@@ -139,6 +139,9 @@ def test_session_page_shows_operations_refusals_calls_and_highlights(ui: Made) -
     assert page.status_code == 200
     text = text_of(page.text)
     assert text.count("add restates a known memory") == 1  # refused, with its reason
+    # ... and the rule that refused it, counted by code (docs/rules.md)
+    assert "RESTATES_KNOWN add restates a known memory" in text
+    assert "By rule: RESTATES_KNOWN 1" in text
     assert "Operations applied 3" in text
     assert re.search(r'<li class="turn role-user hl" id="turn-0"', page.text)
     assert not re.search(r'class="turn role-user hl" id="turn-2"', page.text)

@@ -3,6 +3,7 @@ the templates (which escape every string they print), no HTML here."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import quote, urlencode
@@ -146,13 +147,17 @@ class OpGroups:
     applied: list[Operation]
     refused: list[Operation]  # turned into `none` by validation, with the reason
     unchanged: list[Operation]  # the model's own `none`
+    by_rule: list[tuple[str, int]] = field(default_factory=list)  # refusals by rule code
 
 
 def group_operations(ops: list[Operation]) -> OpGroups:
+    refused = [o for o in ops if o.op == "none" and o.note]
+    counts = Counter(o.rule for o in refused if o.rule)
     return OpGroups(
-        applied=[o for o in ops if o.op in ("add", "update", "delete")],
-        refused=[o for o in ops if o.op == "none" and o.note],
+        applied=[o for o in ops if o.op in ("add", "update", "delete", "invalidate")],
+        refused=refused,
         unchanged=[o for o in ops if o.op == "none" and not o.note],
+        by_rule=counts.most_common(),
     )
 
 
