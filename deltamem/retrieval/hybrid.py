@@ -113,19 +113,33 @@ class HybridSearcher:
     ) -> list[SearchHit]:
         if not query.strip() or limit <= 0:
             return []
-        vector = self.embedder.embed([query])[0]
-        words = self.query_terms(query, user_id, agent_id)
-        fact, episode = self.store.tier_rankings(
+        fact, episode = self._rankings(
+            query,
             user_id,
-            vector,
-            words,
             self.depth,
             agent_id,
             filters,
-            facts=tiers in ("all", "facts"),
-            episodes=tiers in ("all", "episodes"),
+            tiers in ("all", "facts"),
+            tiers in ("all", "episodes"),
         )
         return share_slots(self._fact_hits(fact, limit), self._episode_hits(episode, limit), limit)
+
+    def _rankings(
+        self,
+        query: str,
+        user_id: str,
+        depth: int,
+        agent_id: str | None,
+        filters: SearchFilters | None,
+        facts: bool,
+        episodes: bool,
+    ) -> tuple[TierRanking, TierRanking]:
+        """Each tier's dense and keyword rankings for `query`, `depth` deep."""
+        vector = self.embedder.embed([query])[0]
+        words = self.query_terms(query, user_id, agent_id)
+        return self.store.tier_rankings(
+            user_id, vector, words, depth, agent_id, filters, facts=facts, episodes=episodes
+        )
 
     def beside(
         self,
@@ -144,16 +158,8 @@ class HybridSearcher:
         lose a turn that raw search alone would have shown. Turns first, then facts."""
         if not query.strip() or limit <= 0:
             return []
-        vector = self.embedder.embed([query])[0]
-        words = self.query_terms(query, user_id, agent_id)
-        fact, episode = self.store.tier_rankings(
-            user_id,
-            vector,
-            words,
-            max(self.depth, limit * 2),
-            agent_id,
-            filters,
-            facts=facts > 0,
+        fact, episode = self._rankings(
+            query, user_id, max(self.depth, limit * 2), agent_id, filters, facts > 0, True
         )
         turns = self._episode_hits(TierRanking(dense=episode.dense), limit)
         return turns + (self._fact_hits(fact, facts) if facts > 0 else [])
