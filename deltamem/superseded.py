@@ -4,7 +4,7 @@ The 1.5B answerer follows a question's words to an old statement whatever it is 
 of it: with "resigned from Westfield School" among the facts and the old turn "I
 teach maths at Westfield School" beside it, "Where does Jun work?" is answered
 "Westfield School"; with the turn marked as no longer true, the same; with it left
-out, "a small bakery in town" (docs/benchmarks.md, fourteenth pass). So what a later
+out, "a small bakery in town" (docs/journal/benchmarks.md, fourteenth pass). So what a later
 fact outdated is left out of what it reads; `search`, the bank and each memory's
 history keep it. Three kinds:
 
