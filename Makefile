@@ -1,7 +1,8 @@
 # deltamem: two commands set up everything from nothing (see README).
 #   make demo   virtualenv, llama.cpp engine, embedded model + embeddings, then the demo
-#   make test   the same setup plus the train extra, then ruff, mypy (the package), the
-#               import contracts (lint-imports) and the test suite
+#   make test   the same setup plus the train extra, then the docs check, ruff, mypy (the
+#               package), the import contracts (lint-imports) and the test suite
+#   make docs   the documentation site (mkdocs --strict) into site/
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -11,7 +12,7 @@ EXTRAS ?= local,tiny,server,postgres,bench,mem0,langgraph,dev
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: setup setup-train demo test lint bench-search bench-write clean
+.PHONY: setup setup-train demo test lint docs docs-check bench-search bench-write clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +35,25 @@ setup-train: $(VENV)/.train-installed
 demo: setup
 	$(PY) -m deltamem demo
 
-test: setup setup-train
+# The docs extra alone (mkdocs, its theme and include-markdown): no model, no engine, so
+# `make docs` works before `make setup` (a venv is made if there is none).
+$(VENV)/.docs-installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q -e ".[docs]"
+	touch $@
+
+# The site, with every warning an error: a broken link, a page missing from mkdocs.yml's
+# nav, or a nav entry with no page fails the build. (Not --quiet: it hides the warnings
+# from --strict too, and the build then passes whatever they say.)
+docs: $(VENV)/.docs-installed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
+# What `make test` runs first (seconds): the site builds, and docs/results.md is what
+# docs/results/*.json render (python benchmarks/results_page.py writes both).
+docs-check: docs
+	$(PY) benchmarks/results_page.py --check
+
+test: setup setup-train docs-check
 	$(VENV)/bin/ruff check deltamem tests benchmarks examples
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
@@ -53,4 +72,4 @@ bench-write: setup
 	$(PY) benchmarks/write_cost.py --data ../shared/data/halumem/pilot_slice_user3.jsonl --sessions 10 --json
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache site

@@ -96,7 +96,7 @@ PAST = (
 )
 
 
-# Written after the fixes of the fourteenth pass (docs/benchmarks.md) and run once
+# Written after the fixes of the fourteenth pass (docs/journal/benchmarks.md) and run once
 # as they stood: the check of those fixes on cases they were not built on. The two
 # cases above them (a wedding moved, coffee given up) were found by probing and
 # the fixes were built on them, like the five first ones.

@@ -8,7 +8,7 @@ subject, another person's wedding told in passing, a relative date asked about
 months later). It prints each session's operations, the bank, and each answer with
 whether it holds an expected phrase (`expect`, and every one of `also`), then the
 memories that should never be stored. A smoke check to read, not a figure to tune:
-nine questions say nothing about quality in general (docs/benchmarks.md).
+nine questions say nothing about quality in general (docs/journal/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ EXCERPT_CHARS = 600
 # The 1.5B opens with "Yes" to yes/no questions whose premise its items contradict,
 # less surely than to those they support: P("yes" first) 0.51-0.75 against 0.64-0.96
 # on the dev questions. Below this a "Yes" is asked again as a "No" (tuned on HaluMem
-# user 3 and LoCoMo conv-30, confirmed on user 0 and conv-26: docs/benchmarks.md).
+# user 3 and LoCoMo conv-30, confirmed on user 0 and conv-26: docs/journal/benchmarks.md).
 YES_CUT = 0.75
 
 
@@ -123,7 +123,7 @@ def unmentioned_name(question: str, hits: list[SearchHit]) -> Asked | None:
     told that none gives one, it says the answer is not known. Asked for another
     kind of thing (a blood type, a weight) it abstained without being told, and
     the note misled it where an item says the thing in other words ("born on"
-    for a birth date), so only names get it (docs/benchmarks.md, twelfth pass)."""
+    for a birth date), so only names get it (docs/journal/benchmarks.md, twelfth pass)."""
     asked = asked_thing(question)
     if asked is None or not asked.a_name:
         return None
@@ -138,7 +138,7 @@ class Answer(BaseModel):
 
 
 class Answerer:
-    """`order`: how the items are listed (docs/benchmarks.md measures both).
+    """`order`: how the items are listed (docs/journal/benchmarks.md measures both).
     `yes_cut`: a "Yes" to a yes/no question stands only where the model opens its
     reply with "yes" at least this surely (models that score options only; None:
     every "Yes" stands)."""

@@ -1,6 +1,6 @@
 """Decomposed judges: what code settles without the model, and how the one-word
 checks compose into verdicts (scripted model); the real model is measured by
-`deltamem bench agreement` (docs/benchmarks.md)."""
+`deltamem bench agreement` (docs/journal/benchmarks.md)."""
 
 from __future__ import annotations
 

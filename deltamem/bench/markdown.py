@@ -1,4 +1,4 @@
-"""A run's metrics as Markdown tables, for docs/benchmarks.md (`deltamem bench
+"""A run's metrics as Markdown tables, for docs/journal/benchmarks.md (`deltamem bench
 tables OUT`): the same numbers as metrics.json, systems side by side."""
 
 from __future__ import annotations

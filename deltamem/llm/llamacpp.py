@@ -24,7 +24,7 @@ from deltamem.llm.llamacpp_decoder import DeadlineExceeded, DecodeError, Decoder
 
 FREE_SPACE = '| " " | "\\n" [ \\t]{0,20}'  # as llama.cpp's json.gbnf and its schema converter
 SLOTS = 4  # prompts decoded side by side: on 2 CPU cores a step for four costs about
-# twice a step for one, and more gain little (docs/benchmarks.md)
+# twice a step for one, and more gain little (docs/journal/benchmarks.md)
 
 
 class LlamaCppLLM(LLM):

@@ -2,7 +2,7 @@
 grammar checked against the chosen token first.
 
 llama-cpp-python's own loop is slow for the manager's short JSON replies on a
-2-core CPU (docs/benchmarks.md): it applies the JSON grammar to all 151k
+2-core CPU (docs/journal/benchmarks.md): it applies the JSON grammar to all 151k
 candidate tokens at every step, where checking the greedy choice alone is enough
 whenever the grammar accepts it (llama.cpp's own samplers do the same); and it
 decodes one sequence at a time, where a step for four sequences costs about twice

@@ -68,13 +68,13 @@ class ManagerConfig:
     # "turns": how a new fact is decided against its nearest memories: "code" (same,
     # richer version, one value swapped; else added beside) or "model" (a narrow call
     # per fact). On the embedded 1.5B model the call's updates were wrong in every
-    # sampled case and erased true facts (docs/benchmarks.md); stronger models may
+    # sampled case and erased true facts (docs/journal/benchmarks.md); stronger models may
     # do better with "model"
     decide: Decide = "code"
     assistant_words: int = 40  # assistant turns are cut to about this many words
     prefetch: int = 12  # memories pre-retrieved per chunk (a small model copies long lists)
     # Search-tool rounds per chunk. Off by default: with the embedded 1.5B model a
-    # search round made it drop every operation (docs/benchmarks.md); pre-retrieval
+    # search round made it drop every operation (docs/journal/benchmarks.md); pre-retrieval
     # already shows the related memories. Stronger models can use 1-2.
     search_rounds: int = 0
     search_hits: int = 6  # results per search round

@@ -1,7 +1,7 @@
 """Fact extraction, one user turn at a time (the manager's first step).
 
 A 1.5B model shown a whole session, the known memories and a worked example at
-once copies what it was shown (docs/benchmarks.md). Asked about one user message,
+once copies what it was shown (docs/journal/benchmarks.md). Asked about one user message,
 with the assistant's message before it as context and nothing else, it writes the
 facts that message states. Each call is short, its reply capped (at most six
 facts), and its static instructions come first so the KV cache serves them.
@@ -207,7 +207,7 @@ def news(fact: str, subject: str, said_before: set[str]) -> bool:
     used in their earlier messages of the session. Long conversations circle back to
     their topic; a fact made only of words said before ("... is focused on his
     goals", "... is committed to the team") restates what earlier turns gave, in
-    vaguer words. Measured by replaying logged runs (docs/benchmarks.md)."""
+    vaguer words. Measured by replaying logged runs (docs/journal/benchmarks.md)."""
     content = content_stems(fact, person_stems(subject))
     return not content or bool(content - said_before)
 

@@ -11,7 +11,7 @@ of two ways (`ManagerConfig.decide`):
   ("earns 15600" -> "earns 18000") is a change; anything else is added beside,
   dated, and the answerer takes the newer where two disagree. On the embedded
   1.5B model the narrow call's "changes" was wrong in every sampled verdict and
-  erased true facts (docs/benchmarks.md), so it is not the default.
+  erased true facts (docs/journal/benchmarks.md), so it is not the default.
 * "model": a narrow call, which answers with a verdict naming a memory by its
   number, decides whether it is new, the same, or a newer state of one of them.
 """

@@ -5,7 +5,7 @@ Two tiers are searched: facts (the memory bank) and episodes (the session log's
 raw turns). Each tier's dense and keyword rankings are fused, and each tier keeps
 half of the results it can fill, each hit saying its kind: fused as one list, the
 facts (which all repeat the person's name, and agree with each other) crowded the
-turns out (docs/benchmarks.md, "Search, measured again").
+turns out (docs/journal/benchmarks.md, "Search, measured again").
 
 The person's name is left out of keyword queries: the manager writes it into
 nearly every fact and the person never says it of themselves, so it matches all

@@ -4,7 +4,7 @@ Dense search is exact cosine over one user's bank, held as a numpy matrix that
 is loaded once per process and reloaded only when the user's bank version (one
 indexed lookup) says another write happened, from this process or another one.
 We measured sqlite-vec's vec0 at ~53 ms per query on a 100k bank against ~6 ms
-for the cached matrix (docs/benchmarks.md), and per-user banks are exactly the
+for the cached matrix (docs/journal/benchmarks.md), and per-user banks are exactly the
 case where a partitioned brute-force scan is right. The bank holds the rows'
 keyword postings too, and keyword search computes FTS5's bm25() over them in
 memory, with the same scores and order as SQL (`keywords.py`), instead of having

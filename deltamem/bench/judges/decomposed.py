@@ -43,7 +43,7 @@ from deltamem.train.distance import DEFAULT_TAU
 
 CANDIDATES = 3  # memories (or turns) a check is asked about, best word overlap first
 
-# P(yes) cut points, tuned on the tune half of bench/labels (docs/benchmarks.md)
+# P(yes) cut points, tuned on the tune half of bench/labels (docs/journal/benchmarks.md)
 THRESHOLDS: dict[str, float] = {
     "same_answer": 0.65,  # HaluMem QA: the same answer
     # HaluMem QA, an answer that shares no word with the reference (the question's

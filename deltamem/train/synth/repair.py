@@ -4,7 +4,7 @@ A small model writes the profile step's facts as one paragraph per life area ("E
 works as a nurse. Her employer is XYZ Hospital, and she earns $70,000 a year. She
 is taking regular exercise …"), with the keywords spread over its sentences, and it
 names a keyword in another form than its text ("cooking" for "likes to cook").
-Refusing these (docs/benchmarks.md: two personas, 12 generations, nothing kept) is
+Refusing these (docs/journal/benchmarks.md: two personas, 12 generations, nothing kept) is
 what the checks did; mending them keeps the facts the model did state:
 
 - a paragraph is split into its sentences (`manager.atomise.split_facts`, which

@@ -1,7 +1,7 @@
 """A session's dialogue written a fact at a time (`SynthConfig.dialogue="turns"`).
 
 Asked for a whole conversation that carries five facts, the embedded 1.5B model
-writes small talk in which the facts' keywords are never said (docs/benchmarks.md,
+writes small talk in which the facts' keywords are never said (docs/journal/benchmarks.md,
 `deltamem synth`). Here each fact gets its own call: the user's message that says
 it and the assistant's reply, after the last two exchanges. A distractor goes into
 the reply of the exchange with the same number. Each exchange is checked on its
