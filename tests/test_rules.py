@@ -80,6 +80,9 @@ def test_a_namesake_is_not_the_person() -> None:
         ("Hi, I'm Priya Raman, nice to meet you.", "Priya Raman"),
         ("I'm Canadian and I'm so happy today.", None),
         ("I'm Tired. Long day.", None),
+        ("Hola, soy Ana Ruiz. Trabajo como enfermera.", "Ana Ruiz"),
+        ("Soy enfermera en Sevilla.", None),
+        ("Ich heiße Lena und wohne in Hamburg.", "Lena"),
     ],
 )
 def test_the_person_is_named_by_any_self_introduction(said: str, name: str | None) -> None:

@@ -50,6 +50,11 @@ _INTRODUCED = re.compile(
     r"|\b(?:[Cc]all me|[Mm]y name['’]s) ([A-Z][\w'’-]+(?: [A-Z][\w'’-]+)?)\b"
     r"|\b(?:I['’]m|I am) ([A-Z][a-z'’-]+)(?=\s*(?:[.!,;]|$|\s(?:and|from|here)\b))"
     r"|^\W*(?:(?:Hi|Hey|Hello)\W+)?([A-Z][a-z'’-]+) here\b"
+    # ... and in Spanish, German, French: "soy Ana Ruiz", "me llamo Ana", "ich heiße
+    # Lena", "je m'appelle Léa" (the name's words are capitalised, so "soy enfermera"
+    # names nobody)
+    r"|\b(?:[Ss]oy|[Mm]e llamo|[Ii]ch bin|[Ii]ch hei(?:ß|ss)e|[Jj]e m['’]appelle|"
+    r"[Mm]on nom est)\s+([A-ZÁÉÍÓÚÑÄÖÜ][\w'’-]+(?: [A-ZÁÉÍÓÚÑÄÖÜ][\w'’-]+)?)"
 )
 _SYSTEM = template("extract_system.txt").substitute().strip()
 _TURN = template("extract_turn.txt")
@@ -81,8 +86,8 @@ def introduced_name(messages: list[str]) -> str | None:
     Martin.", "Martin here")."""
     for text in messages:
         for m in _INTRODUCED.finditer(text):
-            name = m.group(1) or m.group(2) or m.group(3) or m.group(4)
-            if m.group(1) or m.group(2) or _a_name(name):
+            name = m.group(1) or m.group(2) or m.group(3) or m.group(4) or m.group(5)
+            if m.group(1) or m.group(2) or m.group(5) or _a_name(name):
                 return name
     return None
 
