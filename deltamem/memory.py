@@ -32,6 +32,7 @@ from deltamem.ids import InvalidId, check_session_key
 from deltamem.llm import LLM, CallRecord, LLMConfig, LLMError, make_llm
 from deltamem.llm.base import call_scope
 from deltamem.manager.agent import Manager, ManagerConfig
+from deltamem.porting import Dest, PortCounts, Source, export_user, import_user
 from deltamem.provenance import PERSON, check_content, timeline
 from deltamem.retrieval.hybrid import HybridSearcher, Tiers
 from deltamem.store.base import Store
@@ -477,6 +478,20 @@ class Memory:
     def reset(self, user_id: str, agent_id: str | None = None) -> int:
         """Forget a user entirely: memories, history and session log."""
         return self.store.reset(user_id, agent_id)
+
+    # --- export and import --------------------------------------------------------------
+    def export_user(self, user_id: str, dest: Dest) -> PortCounts:
+        """Write everything of the user (every agent) to `dest`, a path or an open
+        file, as a portable JSON Lines file (deltamem/porting.py): the session log,
+        each memory with its whole history, the episodes, no vectors."""
+        return export_user(self.store, self.embedder, user_id, dest)
+
+    def import_user(self, source: Source, *, user_id: str | None = None) -> PortCounts:
+        """Load an export file (a path or an open file) into this memory, as `user_id`
+        (default: the user it was exported as), embedding it with this memory's
+        embedder. Idempotent: what is here already is left as it is.
+        ExportFormatError for a file of another format or version, or a bad line."""
+        return import_user(self.store, self.embedder, source, user_id)
 
     def close(self) -> None:
         self.store.close()

@@ -21,7 +21,12 @@ from pydantic import ValidationError
 import deltamem
 from deltamem.memory import Memory
 from deltamem.server import scope
-from deltamem.server.config import DEFAULT_MAX_BODY_BYTES, WorkerSettings, validate_keys
+from deltamem.server.config import (
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_IMPORT_BYTES,
+    WorkerSettings,
+    validate_keys,
+)
 from deltamem.server.lease import LeaseBusy
 from deltamem.server.params import (
     AgentQuery,
@@ -38,6 +43,7 @@ from deltamem.server.params import (
 from deltamem.server.params import internal as _internal
 from deltamem.server.problems import ApiError, ApiKeyAuth, BodyLimit, install_handlers
 from deltamem.server.routes_inspect import add_inspect_routes
+from deltamem.server.routes_users import add_user_routes
 from deltamem.server.schemas import (
     Actor,
     AnswerIn,
@@ -74,6 +80,7 @@ def create_app(
     worker_settings: WorkerSettings | None = None,
     start_worker: bool = True,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_import_bytes: int = DEFAULT_MAX_IMPORT_BYTES,
     llm_concurrency: int = 4,
     ui: bool = True,
     ui_local: bool = False,
@@ -111,7 +118,9 @@ def create_app(
     app.state.memory = memory
     app.state.worker = worker
     install_handlers(app)
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(
+        BodyLimit, max_bytes=max_body_bytes, import_max_bytes=max(max_import_bytes, max_body_bytes)
+    )
     app.add_middleware(ApiKeyAuth, keys=keys, prefix="/v1")
 
     async def run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -390,6 +399,7 @@ def create_app(
         )
 
     add_inspect_routes(app, memory)
+    add_user_routes(app, memory, worker)
 
     if ui:
         from deltamem.server.ui import mount_ui

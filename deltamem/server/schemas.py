@@ -285,6 +285,20 @@ class ResetOut(BaseModel):
     removed_memories: int
 
 
+class ImportOut(BaseModel):
+    """What an import added, and what the store held already (left as it was)."""
+
+    user_id: str
+    sessions: int
+    memories: int
+    episodes: int
+    skipped_sessions: int
+    skipped_memories: int
+    jobs: list[str] = Field(
+        default_factory=list, description="the imported sessions queued for the worker"
+    )
+
+
 class Health(BaseModel):
     status: Literal["ok"] = "ok"
     version: str
