@@ -36,6 +36,7 @@ from deltamem.porting import Dest, PortCounts, Source, export_user, import_user
 from deltamem.provenance import PERSON, check_content, timeline
 from deltamem.retrieval.hybrid import HybridSearcher, Tiers
 from deltamem.store.base import Store
+from deltamem.store.users import users_of
 from deltamem.superseded import without_superseded
 from deltamem.text import keywords
 from deltamem.timeparse import parse_time
@@ -352,7 +353,9 @@ class Memory:
     ) -> Answer:
         hits = self.context(question, user_id=user_id, limit=limit, agent_id=agent_id, tiers=tiers)
         at = parse_time(asked_at) if asked_at is not None else None
-        return Answerer(self.llm).answer(question, hits, asked_at=at)
+        # the call log names the user (its reply quotes their memories): forgotten with them
+        with call_scope(user_id, None, agent_id):
+            return Answerer(self.llm).answer(question, hits, asked_at=at)
 
     def context(
         self,
@@ -476,8 +479,18 @@ class Memory:
         return self.store.delete(memory_id, actor=actor)
 
     def reset(self, user_id: str, agent_id: str | None = None) -> int:
-        """Forget a user entirely: memories, history and session log."""
+        """Forget a user entirely (`forget`); with `agent_id`, only the memories,
+        history and session log kept for that agent. Returns the memories removed."""
+        if agent_id is None:
+            return self.forget(user_id)["memories"]
         return self.store.reset(user_id, agent_id)
+
+    def forget(self, user_id: str) -> dict[str, int]:
+        """Remove everything of the user from the store: session log (the job queue),
+        memories, history, episodes, keyword index rows, model calls, leases and
+        cached banks. Returns the rows removed by kind (sessions, memories, history,
+        episodes, calls, leases)."""
+        return users_of(self.store).forget_user(user_id)
 
     # --- export and import --------------------------------------------------------------
     def export_user(self, user_id: str, dest: Dest) -> PortCounts:

@@ -264,21 +264,37 @@ def create_app(
     async def reset_user(
         user_id: UserPath, tenant: Tenant, agent_id: AgentQuery = None
     ) -> ResetOut:
-        """Forget a user entirely: memories, history and session log (with agent_id,
-        only what is kept for that agent). 404 for a user with nothing stored."""
+        """Forget a user entirely: everything the store holds of them, from every table
+        (session log and so the job queue, memories, history, episodes, keyword index,
+        model call log, leases, cached banks); the answer counts what was removed by
+        kind. With agent_id, only the memories, history and session log kept for that
+        agent. 404 for a user with nothing stored."""
         internal = _internal(tenant, user_id)
 
-        def reset() -> int:
-            with worker.exclusive(internal):
-                if not memory.store.list_sessions(internal) and not memory.store.count(internal):
-                    raise ApiError(404, f"no user {user_id!r}")
-                return memory.reset(internal, agent_id)
+        def reset() -> dict[str, int]:
+            try:
+                with worker.exclusive(internal):
+                    if not memory.store.list_sessions(internal) and not memory.store.count(
+                        internal
+                    ):
+                        raise ApiError(404, f"no user {user_id!r}")
+                    if agent_id is not None:
+                        return {"memories": memory.reset(internal, agent_id)}
+                    return memory.forget(internal)
+            finally:
+                if agent_id is None:
+                    worker.forget_user(internal)
 
         try:
             removed = await run(reset)
         except LeaseBusy as exc:
             raise ApiError(409, scope.for_caller(str(exc), internal), "User busy") from exc
-        return ResetOut(user_id=user_id, agent_id=agent_id, removed_memories=removed)
+        return ResetOut(
+            user_id=user_id,
+            agent_id=agent_id,
+            removed_memories=removed["memories"],
+            removed=removed,
+        )
 
     @app.get(
         "/v1/sessions/{session_id}/memories", response_model=SessionMemories, tags=["memories"]

@@ -283,6 +283,12 @@ class ResetOut(BaseModel):
     user_id: str
     agent_id: str | None = None
     removed_memories: int
+    removed: dict[str, int] = Field(
+        default_factory=dict,
+        description="rows removed by kind: sessions (the session log, which is the job "
+        "queue), memories, history, episodes, calls (the model call log), leases; "
+        "with agent_id, memories alone",
+    )
 
 
 class ImportOut(BaseModel):

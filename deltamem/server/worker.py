@@ -392,6 +392,11 @@ class Worker:
         with self._held(lease), self._user_lock(user_id):
             yield
 
+    def forget_user(self, user_id: str) -> None:
+        """Drop what this worker keeps of a user in memory (the user was forgotten)."""
+        with self._state:
+            self._user_locks.pop(user_id, None)
+
     def process_now(self, rec: SessionRecord) -> AddResult:
         """Apply one logged session in the calling thread, after the same user's
         earlier pending sessions, holding the user's lease. If another worker holds
