@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -170,6 +170,7 @@ class Memory:
         self._llm: LLM | None = llm if isinstance(llm, LLM) else None
         self._llm_lock = threading.Lock()
         self._log_calls = log_calls
+        self._call_listeners: list[Callable[[CallRecord], None]] = []
         if self._llm is not None and log_calls:
             self._llm.on_call(self.store.log_call)
         self.searcher = HybridSearcher(self.store, self.embedder)
@@ -186,8 +187,18 @@ class Memory:
                     llm = make_llm(spec)
                     if self._log_calls:
                         llm.on_call(self.store.log_call)
+                    for listener in self._call_listeners:
+                        llm.on_call(listener)
                     self._llm = llm
         return self._llm
+
+    def on_call(self, listener: Callable[[CallRecord], None]) -> None:
+        """Call `listener` with the record of every model call (the LLM's, whenever it
+        is built), e.g. for metrics."""
+        with self._llm_lock:
+            self._call_listeners.append(listener)
+            if self._llm is not None:
+                self._llm.on_call(listener)
 
     @property
     def manager(self) -> Manager:

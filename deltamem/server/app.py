@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any, TypeVar
 
 import anyio
-from fastapi import FastAPI, Query, Response
+from fastapi import FastAPI, Query, Request, Response
 from pydantic import ValidationError
 
 import deltamem
@@ -28,6 +28,7 @@ from deltamem.server.config import (
     validate_keys,
 )
 from deltamem.server.lease import LeaseBusy
+from deltamem.server.metrics import ServiceMetrics
 from deltamem.server.params import (
     AgentQuery,
     MemoryPath,
@@ -121,7 +122,9 @@ def create_app(
     app.add_middleware(
         BodyLimit, max_bytes=max_body_bytes, import_max_bytes=max(max_import_bytes, max_body_bytes)
     )
-    app.add_middleware(ApiKeyAuth, keys=keys, prefix="/v1")
+    app.add_middleware(ApiKeyAuth, keys=keys, prefix="/v1", paths=("/metrics",))
+    metrics = ServiceMetrics(memory, worker)
+    app.state.metrics = metrics
 
     async def run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
@@ -146,6 +149,13 @@ def create_app(
     @app.get("/healthz", response_model=Health, tags=["service"])
     async def healthz() -> Health:
         return Health(version=deltamem.__version__, worker=worker.describe())
+
+    @app.get("/metrics", include_in_schema=False)
+    async def prometheus_metrics(request: Request) -> Response:
+        """The service's metrics in Prometheus' text format (deltamem/server/metrics.py),
+        for any API key."""
+        body, media_type = await run(metrics.exposition, request.headers.get("accept"))
+        return Response(body, media_type=media_type)
 
     # --- sessions and jobs -------------------------------------------------------------
     @app.post("/v1/sessions", status_code=202, response_model=JobOut, tags=["sessions"])
@@ -381,15 +391,16 @@ def create_app(
         """Hybrid (dense + keyword) search over one user's memories."""
         f = body.filters
         filters = filters_of(**f.model_dump()) if f else None
-        hits = await run(
-            memory.search,
-            body.query,
-            user_id=_internal(tenant, body.user_id),
-            limit=body.limit,
-            agent_id=body.agent_id,
-            filters=filters,
-            tiers=body.tiers,
-        )
+        with metrics.timed_search(body.tiers):
+            hits = await run(
+                memory.search,
+                body.query,
+                user_id=_internal(tenant, body.user_id),
+                limit=body.limit,
+                agent_id=body.agent_id,
+                filters=filters,
+                tiers=body.tiers,
+            )
         return SearchOut(query=body.query, results=[HitOut.of(h) for h in hits])
 
     @app.post("/v1/answer", response_model=AnswerOut, tags=["read"])

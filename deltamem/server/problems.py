@@ -278,13 +278,22 @@ class ApiKeyAuth:
     ``request.state.tenant``), or answer 401. Keys come as ``Authorization: Bearer
     KEY`` or ``X-API-Key: KEY``."""
 
-    def __init__(self, app: ASGIApp, keys: Mapping[str, str], prefix: str = "/v1") -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        keys: Mapping[str, str],
+        prefix: str = "/v1",
+        paths: tuple[str, ...] = (),
+    ) -> None:
         self.app = app
         self.keys = dict(keys)
         self.prefix = prefix
+        self.paths = paths  # outside `prefix`, behind the keys too (/metrics)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not str(scope.get("path", "")).startswith(self.prefix):
+        path = str(scope.get("path", ""))
+        guarded = path.startswith(self.prefix) or path in self.paths
+        if scope["type"] != "http" or not guarded:
             await self.app(scope, receive, send)
             return
         supplied = supplied_key(scope)

@@ -146,6 +146,15 @@ class SQLiteUsers(UserData):
             )
             return cur.rowcount == 1
 
+    def session_counts(self) -> dict[str, int]:
+        rows = self._read(
+            """SELECT CASE WHEN status='pending' AND deferred=1 THEN 'deferred' ELSE status END
+               AS state, count(*) AS n FROM sessions GROUP BY 1"""
+        )
+        counts = dict.fromkeys(("pending", "deferred", "failed", "applied"), 0)
+        counts.update({r["state"]: int(r["n"]) for r in rows})
+        return counts
+
     def forget_user(self, user_id: str) -> dict[str, int]:
         """As `UserData.forget_user`. The deleted rows' bytes are overwritten
         (secure_delete), the keyword indexes are merged so that their segments keep

@@ -1,6 +1,7 @@
 """A user's data as a whole: read out for an export, written back by an import, and
-forgotten. Both stores implement this port beside `Store` (`sqlite_users.py`,
-`postgres_users.py`); the library side is `deltamem.porting`.
+forgotten; and the session log counted by status, for the service's metrics. Both
+stores implement this port beside `Store` (`sqlite_users.py`, `postgres_users.py`);
+the library side is `deltamem.porting`.
 
 An import writes what an export read, as it was: a memory keeps its id, times,
 version and provenance, and its history keeps its entries (who, when, which
@@ -75,6 +76,12 @@ class UserData(ABC):
         """Give a session that an import logged "deferred" (out of the queue) the state
         it had where it was exported. Only a session still deferred changes (one a
         worker has applied since is left alone); True if it did."""
+
+    @abstractmethod
+    def session_counts(self) -> dict[str, int]:
+        """How many sessions of the log (every user) are in each status: pending (the
+        queue), deferred, failed (parked), applied. One aggregate query, for the
+        service's metrics."""
 
     @abstractmethod
     def forget_user(self, user_id: str) -> dict[str, int]:
