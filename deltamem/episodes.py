@@ -53,7 +53,11 @@ def session_episodes(rec: SessionRecord) -> list[Episode]:
 
 
 def plan_episodes(rec: SessionRecord, embedder: Embedder) -> list[PlannedEpisode]:
-    episodes = session_episodes(rec)
+    return embed_episodes(session_episodes(rec), embedder)
+
+
+def embed_episodes(episodes: list[Episode], embedder: Embedder) -> list[PlannedEpisode]:
+    """The episodes with their vectors: each embedded as its speaker and words."""
     if not episodes:
         return []
     vectors = embedder.embed([f"{e.speaker}: {e.content}"[:EMBED_CHARS] for e in episodes])

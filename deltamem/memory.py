@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -32,9 +32,11 @@ from deltamem.ids import InvalidId, check_session_key
 from deltamem.llm import LLM, CallRecord, LLMConfig, LLMError, make_llm
 from deltamem.llm.base import call_scope
 from deltamem.manager.agent import Manager, ManagerConfig
+from deltamem.porting import Dest, PortCounts, Source, export_user, import_user
 from deltamem.provenance import PERSON, check_content, timeline
 from deltamem.retrieval.hybrid import HybridSearcher, Tiers
 from deltamem.store.base import Store
+from deltamem.store.users import users_of
 from deltamem.superseded import without_superseded
 from deltamem.text import keywords
 from deltamem.timeparse import parse_time
@@ -168,6 +170,7 @@ class Memory:
         self._llm: LLM | None = llm if isinstance(llm, LLM) else None
         self._llm_lock = threading.Lock()
         self._log_calls = log_calls
+        self._call_listeners: list[Callable[[CallRecord], None]] = []
         if self._llm is not None and log_calls:
             self._llm.on_call(self.store.log_call)
         self.searcher = HybridSearcher(self.store, self.embedder)
@@ -184,8 +187,18 @@ class Memory:
                     llm = make_llm(spec)
                     if self._log_calls:
                         llm.on_call(self.store.log_call)
+                    for listener in self._call_listeners:
+                        llm.on_call(listener)
                     self._llm = llm
         return self._llm
+
+    def on_call(self, listener: Callable[[CallRecord], None]) -> None:
+        """Call `listener` with the record of every model call (the LLM's, whenever it
+        is built), e.g. for metrics."""
+        with self._llm_lock:
+            self._call_listeners.append(listener)
+            if self._llm is not None:
+                self._llm.on_call(listener)
 
     @property
     def manager(self) -> Manager:
@@ -351,7 +364,9 @@ class Memory:
     ) -> Answer:
         hits = self.context(question, user_id=user_id, limit=limit, agent_id=agent_id, tiers=tiers)
         at = parse_time(asked_at) if asked_at is not None else None
-        return Answerer(self.llm, rules=self.config.rules).answer(question, hits, asked_at=at)
+        # the call log names the user (its reply quotes their memories): forgotten with them
+        with call_scope(user_id, None, agent_id):
+            return Answerer(self.llm, rules=self.config.rules).answer(question, hits, asked_at=at)
 
     def context(
         self,
@@ -476,8 +491,32 @@ class Memory:
         return self.store.delete(memory_id, actor=actor)
 
     def reset(self, user_id: str, agent_id: str | None = None) -> int:
-        """Forget a user entirely: memories, history and session log."""
+        """Forget a user entirely (`forget`); with `agent_id`, only the memories,
+        history and session log kept for that agent. Returns the memories removed."""
+        if agent_id is None:
+            return self.forget(user_id)["memories"]
         return self.store.reset(user_id, agent_id)
+
+    def forget(self, user_id: str) -> dict[str, int]:
+        """Remove everything of the user from the store: session log (the job queue),
+        memories, history, episodes, keyword index rows, model calls, leases and
+        cached banks. Returns the rows removed by kind (sessions, memories, history,
+        episodes, calls, leases)."""
+        return users_of(self.store).forget_user(user_id)
+
+    # --- export and import --------------------------------------------------------------
+    def export_user(self, user_id: str, dest: Dest) -> PortCounts:
+        """Write everything of the user (every agent) to `dest`, a path or an open
+        file, as a portable JSON Lines file (deltamem/porting.py): the session log,
+        each memory with its whole history, the episodes, no vectors."""
+        return export_user(self.store, self.embedder, user_id, dest)
+
+    def import_user(self, source: Source, *, user_id: str | None = None) -> PortCounts:
+        """Load an export file (a path or an open file) into this memory, as `user_id`
+        (default: the user it was exported as), embedding it with this memory's
+        embedder. Idempotent: what is here already is left as it is.
+        ExportFormatError for a file of another format or version, or a bad line."""
+        return import_user(self.store, self.embedder, source, user_id)
 
     def close(self) -> None:
         self.store.close()

@@ -6,12 +6,14 @@ request must pass. Same settings on both backends.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import schemathesis
 from fakes import SESSION, ScriptedLLM
 from fastapi import FastAPI
 from hypothesis import HealthCheck, settings
@@ -38,6 +40,13 @@ SNAPSHOT_SQL = (
     "SELECT id, user_id, content, version FROM memories ORDER BY id",
     "SELECT id, memory_id, op FROM history ORDER BY id",
 )
+
+
+@schemathesis.serializer("application/x-ndjson")
+def _json_lines(ctx: Any, value: Any) -> bytes:
+    """An import's body (an export file, JSON Lines): the fuzzed string as is."""
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text.encode("utf-8", "surrogatepass")
 
 
 class Fuzzed:

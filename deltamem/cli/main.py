@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, get_args
 
@@ -29,8 +30,9 @@ from deltamem.ids import (
     id_fault,
 )
 from deltamem.memory import InvalidSession, Memory, SessionFailed, parse_messages, session_hash
+from deltamem.porting import ExportFormatError
 from deltamem.server.config import WorkerSettings
-from deltamem.store.base import AmbiguousMemoryId, SessionConflict, UnknownMemory
+from deltamem.store.base import AmbiguousMemoryId, SessionConflict, StoreError, UnknownMemory
 from deltamem.timeparse import parse_time
 from deltamem.types import AddResult, MemoryType, SearchFilters, SessionRecord, SessionStatus
 
@@ -331,6 +333,73 @@ def delete(memory_id: str = MemoryArg) -> None:
     if gone is None or not mem.delete(full):
         fail(f"no memory {memory_id!r}", 1)
     out.print(f"deleted {escape(full)}: {escape(gone.content)}", soft_wrap=True)
+
+
+@app.command("export")
+def export_user(
+    user: str = UserOpt,
+    out_file: Path | None = typer.Option(
+        None,
+        "--out",
+        "-o",
+        help="The file to write (default: standard output).",
+        dir_okay=False,
+    ),
+) -> None:
+    """Write everything of a user to a portable JSON Lines file: the session log, each
+    memory with its whole history, the episodes (no vectors). `deltamem import` loads
+    it into any store, SQLite or PostgreSQL."""
+    mem = memory()
+    if user not in mem.users(user):
+        fail(f"nothing is stored for user {user!r}", 1)
+    if out_file is None:
+        wrote = mem.export_user(user, sys.stdout)
+        sys.stdout.flush()
+    else:
+        wrote = mem.export_user(user, out_file)
+    err.print(
+        f"exported {wrote.sessions} session(s), {wrote.memories} memories and "
+        f"{wrote.episodes} episode(s) of {user!r}" + (f" to {out_file}" if out_file else ""),
+        markup=False,
+        soft_wrap=True,
+    )
+
+
+@app.command("import")
+def import_user(
+    file: str = typer.Argument(
+        ..., help="An export file (`deltamem export`), or - for standard input."
+    ),
+    user: str | None = typer.Option(
+        None,
+        "--user",
+        "-u",
+        help="Import as this user (default: the user the file was exported as).",
+        callback=_user_id,
+    ),
+    as_json: bool = JsonFlag,
+) -> None:
+    """Load a user's export file into this store, embedding it with this store's
+    embedder. Importing the same file again changes nothing."""
+    source: Any = sys.stdin.buffer if file == "-" else Path(file)
+    if file != "-" and not Path(file).is_file():
+        fail(f"no file {file!r}")
+    try:
+        got = memory().import_user(source, user_id=user)
+    except ExportFormatError as exc:
+        fail(f"{file}: {exc}", 1)
+    except (SessionConflict, StoreError) as exc:
+        fail(str(exc), 1)
+    if as_json:
+        emit_json(got.as_dict())
+        return
+    out.print(
+        f"imported {got.sessions} session(s), {got.memories} memories and {got.episodes} "
+        f"episode(s) as {got.user_id!r}; already there: {got.skipped_sessions} session(s), "
+        f"{got.skipped_memories} memories",
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 # --- read ------------------------------------------------------------------------------

@@ -78,7 +78,7 @@ class CallRecord:
 @dataclass(frozen=True)
 class CallScope:
     user_id: str
-    session_id: str
+    session_id: str | None  # None: a call for the user outside a session (an answer)
     agent_id: str | None = None
 
 
@@ -86,9 +86,11 @@ _SCOPE: ContextVar[CallScope | None] = ContextVar("deltamem_llm_call_scope", def
 
 
 @contextlib.contextmanager
-def call_scope(user_id: str, session_id: str, agent_id: str | None = None) -> Iterator[None]:
+def call_scope(user_id: str, session_id: str | None, agent_id: str | None = None) -> Iterator[None]:
     """Label every call made in this thread (context) for the block with the session
-    it works for, so that the call log can say which session each call served."""
+    it works for, so that the call log can say which session each call served; with
+    no session, the user it works for (an answer), so that the user's calls are
+    forgotten with them."""
     token = _SCOPE.set(CallScope(user_id, session_id, agent_id))
     try:
         yield

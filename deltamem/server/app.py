@@ -15,14 +15,20 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any, TypeVar
 
 import anyio
-from fastapi import FastAPI, Query, Response
+from fastapi import FastAPI, Query, Request, Response
 from pydantic import ValidationError
 
 import deltamem
 from deltamem.memory import Memory
 from deltamem.server import scope
-from deltamem.server.config import DEFAULT_MAX_BODY_BYTES, WorkerSettings, validate_keys
+from deltamem.server.config import (
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_IMPORT_BYTES,
+    WorkerSettings,
+    validate_keys,
+)
 from deltamem.server.lease import LeaseBusy
+from deltamem.server.metrics import ServiceMetrics
 from deltamem.server.params import (
     AgentQuery,
     MemoryPath,
@@ -38,6 +44,7 @@ from deltamem.server.params import (
 from deltamem.server.params import internal as _internal
 from deltamem.server.problems import ApiError, ApiKeyAuth, BodyLimit, install_handlers
 from deltamem.server.routes_inspect import add_inspect_routes
+from deltamem.server.routes_users import add_user_routes
 from deltamem.server.schemas import (
     Actor,
     AnswerIn,
@@ -74,6 +81,7 @@ def create_app(
     worker_settings: WorkerSettings | None = None,
     start_worker: bool = True,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_import_bytes: int = DEFAULT_MAX_IMPORT_BYTES,
     llm_concurrency: int = 4,
     ui: bool = True,
     ui_local: bool = False,
@@ -111,8 +119,12 @@ def create_app(
     app.state.memory = memory
     app.state.worker = worker
     install_handlers(app)
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
-    app.add_middleware(ApiKeyAuth, keys=keys, prefix="/v1")
+    app.add_middleware(
+        BodyLimit, max_bytes=max_body_bytes, import_max_bytes=max(max_import_bytes, max_body_bytes)
+    )
+    app.add_middleware(ApiKeyAuth, keys=keys, prefix="/v1", paths=("/metrics",))
+    metrics = ServiceMetrics(memory, worker)
+    app.state.metrics = metrics
 
     async def run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
@@ -137,6 +149,13 @@ def create_app(
     @app.get("/healthz", response_model=Health, tags=["service"])
     async def healthz() -> Health:
         return Health(version=deltamem.__version__, worker=worker.describe())
+
+    @app.get("/metrics", include_in_schema=False)
+    async def prometheus_metrics(request: Request) -> Response:
+        """The service's metrics in Prometheus' text format (deltamem/server/metrics.py),
+        for any API key."""
+        body, media_type = await run(metrics.exposition, request.headers.get("accept"))
+        return Response(body, media_type=media_type)
 
     # --- sessions and jobs -------------------------------------------------------------
     @app.post("/v1/sessions", status_code=202, response_model=JobOut, tags=["sessions"])
@@ -255,21 +274,37 @@ def create_app(
     async def reset_user(
         user_id: UserPath, tenant: Tenant, agent_id: AgentQuery = None
     ) -> ResetOut:
-        """Forget a user entirely: memories, history and session log (with agent_id,
-        only what is kept for that agent). 404 for a user with nothing stored."""
+        """Forget a user entirely: everything the store holds of them, from every table
+        (session log and so the job queue, memories, history, episodes, keyword index,
+        model call log, leases, cached banks); the answer counts what was removed by
+        kind. With agent_id, only the memories, history and session log kept for that
+        agent. 404 for a user with nothing stored."""
         internal = _internal(tenant, user_id)
 
-        def reset() -> int:
-            with worker.exclusive(internal):
-                if not memory.store.list_sessions(internal) and not memory.store.count(internal):
-                    raise ApiError(404, f"no user {user_id!r}")
-                return memory.reset(internal, agent_id)
+        def reset() -> dict[str, int]:
+            try:
+                with worker.exclusive(internal):
+                    if not memory.store.list_sessions(internal) and not memory.store.count(
+                        internal
+                    ):
+                        raise ApiError(404, f"no user {user_id!r}")
+                    if agent_id is not None:
+                        return {"memories": memory.reset(internal, agent_id)}
+                    return memory.forget(internal)
+            finally:
+                if agent_id is None:
+                    worker.forget_user(internal)
 
         try:
             removed = await run(reset)
         except LeaseBusy as exc:
             raise ApiError(409, scope.for_caller(str(exc), internal), "User busy") from exc
-        return ResetOut(user_id=user_id, agent_id=agent_id, removed_memories=removed)
+        return ResetOut(
+            user_id=user_id,
+            agent_id=agent_id,
+            removed_memories=removed["memories"],
+            removed=removed,
+        )
 
     @app.get(
         "/v1/sessions/{session_id}/memories", response_model=SessionMemories, tags=["memories"]
@@ -356,15 +391,16 @@ def create_app(
         """Hybrid (dense + keyword) search over one user's memories."""
         f = body.filters
         filters = filters_of(**f.model_dump()) if f else None
-        hits = await run(
-            memory.search,
-            body.query,
-            user_id=_internal(tenant, body.user_id),
-            limit=body.limit,
-            agent_id=body.agent_id,
-            filters=filters,
-            tiers=body.tiers,
-        )
+        with metrics.timed_search(body.tiers):
+            hits = await run(
+                memory.search,
+                body.query,
+                user_id=_internal(tenant, body.user_id),
+                limit=body.limit,
+                agent_id=body.agent_id,
+                filters=filters,
+                tiers=body.tiers,
+            )
         return SearchOut(query=body.query, results=[HitOut.of(h) for h in hits])
 
     @app.post("/v1/answer", response_model=AnswerOut, tags=["read"])
@@ -390,6 +426,7 @@ def create_app(
         )
 
     add_inspect_routes(app, memory)
+    add_user_routes(app, memory, worker)
 
     if ui:
         from deltamem.server.ui import mount_ui

@@ -26,6 +26,8 @@ ENV_KEYS = "DELTAMEM_API_KEYS"
 ENV_KEYS_FILE = "DELTAMEM_API_KEYS_FILE"
 DEFAULT_TENANT = "default"
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024  # a 2000-turn session of long messages fits
+# an import's body: a user's whole export file (POST /v1/users/{user_id}/import)
+DEFAULT_MAX_IMPORT_BYTES = 256 * 1024 * 1024
 
 
 class ConfigError(ValueError):

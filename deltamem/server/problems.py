@@ -189,27 +189,42 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+# the media types an export file (JSON Lines) is taken as, by the import route
+JSON_LINES = ("application/x-ndjson", "application/jsonl", "application/json-lines")
+
+
 class BodyLimit:
     """Refuse a request body over `max_bytes` with 413, whether or not it declares
     its length, before any of it is parsed; under `prefix`, refuse a body that is not
     declared JSON (415) or is not UTF-8 (400)."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int, prefix: str = "/v1") -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_bytes: int,
+        prefix: str = "/v1",
+        import_max_bytes: int | None = None,
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
-        self.prefix = prefix  # bodies under it must be UTF-8 JSON
+        self.prefix = prefix  # bodies under it must be UTF-8 JSON (JSON Lines: an import)
+        # an import's body is a user's whole export file (POST /v1/users/{id}/import)
+        self.import_max_bytes = import_max_bytes or max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        too_big = f"the request body is larger than {self.max_bytes} bytes"
+        path = str(scope.get("path", ""))
+        importing = path.startswith(f"{self.prefix}/users/") and path.endswith("/import")
+        limit = self.import_max_bytes if importing else self.max_bytes
+        too_big = f"the request body is larger than {limit} bytes"
         declared = _header(scope, b"content-length")
         if declared is not None:
             if not declared.strip().isdigit():
                 await _send_problem(send, 400, "invalid Content-Length header", {})
                 return
-            if int(declared) > self.max_bytes:
+            if int(declared) > limit:
                 await _send_problem(send, 413, too_big, {"connection": "close"})
                 return
         chunks: list[bytes] = []
@@ -220,16 +235,17 @@ class BodyLimit:
                 return
             part = msg.get("body", b"")
             total += len(part)
-            if total > self.max_bytes:
+            if total > limit:
                 await _send_problem(send, 413, too_big, {"connection": "close"})
                 return
             chunks.append(part)
             if not msg.get("more_body", False):
                 break
         body = b"".join(chunks)
-        if body and str(scope.get("path", "")).startswith(self.prefix):
+        if body and path.startswith(self.prefix):
             media = (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
-            if media != "application/json" and not media.endswith("+json"):
+            lines = importing and media in JSON_LINES
+            if media != "application/json" and not media.endswith("+json") and not lines:
                 await _send_problem(
                     send, 415, "send the body as JSON with 'Content-Type: application/json'", {}
                 )
@@ -262,13 +278,22 @@ class ApiKeyAuth:
     ``request.state.tenant``), or answer 401. Keys come as ``Authorization: Bearer
     KEY`` or ``X-API-Key: KEY``."""
 
-    def __init__(self, app: ASGIApp, keys: Mapping[str, str], prefix: str = "/v1") -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        keys: Mapping[str, str],
+        prefix: str = "/v1",
+        paths: tuple[str, ...] = (),
+    ) -> None:
         self.app = app
         self.keys = dict(keys)
         self.prefix = prefix
+        self.paths = paths  # outside `prefix`, behind the keys too (/metrics)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not str(scope.get("path", "")).startswith(self.prefix):
+        path = str(scope.get("path", ""))
+        guarded = path.startswith(self.prefix) or path in self.paths
+        if scope["type"] != "http" or not guarded:
             await self.app(scope, receive, send)
             return
         supplied = supplied_key(scope)

@@ -283,6 +283,26 @@ class ResetOut(BaseModel):
     user_id: str
     agent_id: str | None = None
     removed_memories: int
+    removed: dict[str, int] = Field(
+        default_factory=dict,
+        description="rows removed by kind: sessions (the session log, which is the job "
+        "queue), memories, history, episodes, calls (the model call log), leases; "
+        "with agent_id, memories alone",
+    )
+
+
+class ImportOut(BaseModel):
+    """What an import added, and what the store held already (left as it was)."""
+
+    user_id: str
+    sessions: int
+    memories: int
+    episodes: int
+    skipped_sessions: int
+    skipped_memories: int
+    jobs: list[str] = Field(
+        default_factory=list, description="the imported sessions queued for the worker"
+    )
 
 
 class Health(BaseModel):

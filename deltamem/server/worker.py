@@ -33,7 +33,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -79,6 +79,8 @@ class Worker:
         self._leases: set[UserLease] = set()  # held by this worker's threads now
         self.owner = new_owner()
         self._threads: list[threading.Thread] = []
+        # called after each job's turn: (session, its result or None, seconds taken)
+        self._job_listeners: list[Callable[[SessionKey, AddResult | None, float], None]] = []
 
     # --- lifecycle -----------------------------------------------------------------
     def start(self) -> None:
@@ -288,10 +290,29 @@ class Worker:
                 done += 1
         return done
 
+    def on_job(self, listener: Callable[[SessionKey, AddResult | None, float], None]) -> None:
+        """Call `listener` after each session this worker processes, with the result
+        (None: not applied, e.g. parked as failed) and the seconds its turn took,
+        tries and backoff included (e.g. for metrics)."""
+        self._job_listeners.append(listener)
+
+    def _report(self, key: SessionKey, result: AddResult | None, seconds: float) -> None:
+        for listener in self._job_listeners:
+            try:
+                listener(key, result, seconds)
+            except Exception:  # a broken listener must not break the queue
+                log.exception("job listener failed")
+
     def _handle(self, key: SessionKey) -> AddResult | None:
         """Process one session with retries; park it as failed if every try fails."""
-        with self._holding(key):  # "running" for its whole turn, backoff included
-            return self._attempts(key)
+        started = time.monotonic()
+        result = None
+        try:
+            with self._holding(key):  # "running" for its whole turn, backoff included
+                result = self._attempts(key)
+                return result
+        finally:
+            self._report(key, result, time.monotonic() - started)
 
     def _attempts(self, key: SessionKey) -> AddResult | None:
         user, session, agent = key
@@ -392,6 +413,11 @@ class Worker:
         with self._held(lease), self._user_lock(user_id):
             yield
 
+    def forget_user(self, user_id: str) -> None:
+        """Drop what this worker keeps of a user in memory (the user was forgotten)."""
+        with self._state:
+            self._user_locks.pop(user_id, None)
+
     def process_now(self, rec: SessionRecord) -> AddResult:
         """Apply one logged session in the calling thread, after the same user's
         earlier pending sessions, holding the user's lease. If another worker holds
@@ -406,10 +432,15 @@ class Worker:
                     for earlier in self.memory.store.list_sessions(rec.user_id, status="pending"):
                         if earlier.seq < rec.seq:
                             self._attempts(key_of(earlier))
-                    with self._user_lock(rec.user_id):
-                        return self.memory.retry(
-                            rec.session_id, user_id=rec.user_id, agent_id=rec.agent_id
-                        )
+                    started, result = time.monotonic(), None
+                    try:
+                        with self._user_lock(rec.user_id):
+                            result = self.memory.retry(
+                                rec.session_id, user_id=rec.user_id, agent_id=rec.agent_id
+                            )
+                            return result
+                    finally:
+                        self._report(key, result, time.monotonic() - started)
             done = self._applied_meanwhile(key)
             if done is not None:
                 return done

@@ -13,6 +13,10 @@ from deltamem.types import SearchFilters
 
 FTS_CONFIG = "deltamem_fts"  # text search config made by the first migration
 SESSION_KEY = "user_id=%s AND agent_id=%s AND session_id=%s"  # one session's row
+# The version a user's tier starts at in search_versions: the clock in microseconds,
+# not 1, so that a user forgotten (their rows deleted) and written again never comes
+# back to a version that a process still holds a bank of.
+FIRST_VERSION = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
 
 
 def holds_nul(params: Sequence[Any]) -> bool:
@@ -118,7 +122,8 @@ def bump_search_version(cur: Any, user_id: str, *tables: str) -> None:
     transaction, so that its row lock is held only until the commit."""
     for table in sorted(tables):
         cur.execute(
-            """INSERT INTO search_versions (user_id, tier, version) VALUES (%s, %s, 1)
+            f"""INSERT INTO search_versions (user_id, tier, version)
+               VALUES (%s, %s, {FIRST_VERSION})
                ON CONFLICT (user_id, tier)
                DO UPDATE SET version = search_versions.version + 1""",
             (user_id, table),

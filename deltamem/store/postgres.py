@@ -20,7 +20,8 @@ deltamem/store/migrations_pg/, applied under an advisory lock and recorded in
 This module holds the connection and the schema; the store's parts are mixins
 beside it: the session log (`postgres_log.py`), the memories and their history
 (`postgres_memories.py`), search (`postgres_search.py`), episodes
-(`postgres_episodes.py`) and the inspector's needs (`postgres_inspect.py`).
+(`postgres_episodes.py`), the inspector's needs (`postgres_inspect.py`) and a
+user's data as a whole: export, import, forget (`postgres_users.py`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from deltamem.store.postgres_inspect import PostgresInspection
 from deltamem.store.postgres_log import PostgresSessionLog
 from deltamem.store.postgres_memories import PostgresMemories
 from deltamem.store.postgres_search import PostgresSearch
+from deltamem.store.postgres_users import PostgresUsers
 
 Row = dict[str, Any]
 
@@ -54,6 +56,7 @@ class PostgresStore(
     PostgresSearch,
     PostgresEpisodes,
     PostgresInspection,
+    PostgresUsers,
     Store,
 ):
     def __init__(

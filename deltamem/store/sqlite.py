@@ -13,7 +13,8 @@ FTS5 rank every matching row of the table on each query.
 This module holds the connection and the schema; the store's parts are mixins
 beside it: the session log (`sqlite_log.py`), the memories and their history
 (`sqlite_memories.py`), search (`sqlite_search.py`), episodes
-(`sqlite_episodes.py`) and the inspector's needs (`sqlite_inspect.py`).
+(`sqlite_episodes.py`), the inspector's needs (`sqlite_inspect.py`) and a user's
+data as a whole: export, import, forget (`sqlite_users.py`).
 """
 
 from __future__ import annotations
@@ -31,11 +32,18 @@ from deltamem.store.sqlite_inspect import SQLiteInspection
 from deltamem.store.sqlite_log import SQLiteSessionLog
 from deltamem.store.sqlite_memories import SQLiteMemories
 from deltamem.store.sqlite_search import SQLiteSearch
+from deltamem.store.sqlite_users import SQLiteUsers
 from deltamem.store.vectors import VectorCache
 
 
 class SQLiteStore(
-    SQLiteSessionLog, SQLiteMemories, SQLiteSearch, SQLiteEpisodes, SQLiteInspection, Store
+    SQLiteSessionLog,
+    SQLiteMemories,
+    SQLiteSearch,
+    SQLiteEpisodes,
+    SQLiteInspection,
+    SQLiteUsers,
+    Store,
 ):
     def __init__(
         self,

@@ -14,7 +14,7 @@ import numpy as np
 from deltamem.store.base import PlannedEpisode
 from deltamem.store.common import check_embedding
 from deltamem.store.rows import SQLITE_ROWS, stored_agent
-from deltamem.store.sqlite_sql import count_rows
+from deltamem.store.sqlite_sql import FIRST_VERSION, count_rows
 from deltamem.store.vectors import Bank, VectorCache
 from deltamem.types import Episode, SearchFilters, SessionRecord
 
@@ -66,7 +66,7 @@ class SQLiteEpisodes:
     @staticmethod
     def _bump_episodes(db: sqlite3.Connection, user_id: str) -> None:
         db.execute(
-            """INSERT INTO episode_versions (user_id, version) VALUES (?, 1)
+            f"""INSERT INTO episode_versions (user_id, version) VALUES (?, {FIRST_VERSION})
                ON CONFLICT (user_id) DO UPDATE SET version = version + 1""",
             (user_id,),
         )

@@ -29,7 +29,7 @@ from deltamem.store.common import (
     written_values,
 )
 from deltamem.store.rows import SQLITE_ROWS, stored_agent
-from deltamem.store.sqlite_sql import count_rows, filter_sql
+from deltamem.store.sqlite_sql import FIRST_VERSION, count_rows, filter_sql
 from deltamem.types import HistoryEntry, MemoryItem, Operation, SearchFilters, SessionRecord, utcnow
 
 
@@ -85,7 +85,7 @@ class SQLiteMemories:
     @staticmethod
     def _bump(db: sqlite3.Connection, user_id: str) -> None:
         db.execute(
-            """INSERT INTO bank_versions (user_id, version) VALUES (?, 1)
+            f"""INSERT INTO bank_versions (user_id, version) VALUES (?, {FIRST_VERSION})
                ON CONFLICT (user_id) DO UPDATE SET version = version + 1""",
             (user_id,),
         )

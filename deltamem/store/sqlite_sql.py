@@ -12,6 +12,11 @@ from deltamem.types import SearchFilters
 
 COMMON_TERM_DOCS = 4000  # keyword terms found in more rows than this are not ranked
 
+# The version a user's bank starts at (bank_versions, episode_versions): the clock in
+# microseconds, not 1, so that a user forgotten (their version rows deleted) and
+# written again never comes back to a version that a process still holds a bank of.
+FIRST_VERSION = "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)"
+
 
 def fts_query(terms: list[str]) -> str:
     """OR of quoted terms: user text never reaches FTS5 as query syntax."""

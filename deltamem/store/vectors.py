@@ -165,6 +165,11 @@ class VectorCache:
         with self._lock:
             return self._banks.get(user_id)
 
+    def drop(self, user_id: str) -> None:
+        """Forget the user's bank (the user was forgotten)."""
+        with self._lock:
+            self._banks.pop(user_id, None)
+
     def clear(self) -> None:
         with self._lock:
             self._banks.clear()
