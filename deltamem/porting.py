@@ -59,6 +59,7 @@ from deltamem.types import (
     Operation,
     OpKind,
     Role,
+    SearchFilters,
     SessionRecord,
     SessionStatus,
     utcnow,
@@ -137,6 +138,9 @@ class MemoryLine(_Record):
     created_at: datetime | None = None
     updated_at: datetime | None = None
     version: int = 1
+    # a memory a later fact outdated: when, and by which memory
+    invalid_at: datetime | None = None
+    superseded_by: str | None = None
     history: list[HistoryLine] = Field(default_factory=list)
 
 
@@ -253,7 +257,7 @@ def read_user(
                 at=h.at,
             )
         )
-    live = store.list_memories(user_id)
+    live = store.list_memories(user_id, filters=SearchFilters(outdated=True))
     for m in live:
         out.memories.append(
             MemoryLine(
@@ -268,6 +272,8 @@ def read_user(
                 created_at=m.created_at,
                 updated_at=m.updated_at,
                 version=m.version,
+                invalid_at=m.invalid_at,
+                superseded_by=m.superseded_by,
                 history=histories.pop(m.id, []),
             )
         )
@@ -586,5 +592,7 @@ def _imported(m: MemoryLine, user_id: str, new_id: Any, vector: Any) -> Imported
         created_at=m.created_at,
         updated_at=m.updated_at,
         version=m.version,
+        invalid_at=m.invalid_at,
+        superseded_by=m.superseded_by,
     )
     return ImportedMemory(mid, user_id, item, vector, history)

@@ -471,3 +471,25 @@ def test_rest_export_and_import(memory_on: MakeMemory) -> None:
         r = client.post("/v1/users/bob/import", content="\n".join(lines), headers=HB)
         assert r.status_code == 415
         assert "b:bob" not in mem.users()  # nothing written
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_an_outdated_memory_travels_outdated(
+    backend: str, memory_on: MakeMemory, tmp_path: Path
+) -> None:
+    llm = ScriptedLLM()
+    source = memory_on(backend, llm)
+    llm.push(ops(add("Alice works at Northwind Bank.")))
+    source.add([user("I work at Northwind Bank.")], user_id="alice", session_id="s1",
+               timestamp="2025-01-01T09:00:00+00:00")  # fmt: skip
+    llm.push(ops(add("Alice left Northwind Bank.")))
+    source.add([user("I left Northwind Bank.")], user_id="alice", session_id="s2",
+               timestamp="2025-03-01T09:00:00+00:00")  # fmt: skip
+    every = {"outdated": True}
+    before = [m.model_dump() for m in source.get_all(user_id="alice", filters=every)]
+    assert [m["invalid_at"] is not None for m in before] == [True, False]
+    source.export_user("alice", tmp_path / "a.jsonl")
+    target = memory_on(backend)
+    target.import_user(tmp_path / "a.jsonl")
+    assert [m.model_dump() for m in target.get_all(user_id="alice", filters=every)] == before
+    assert [m.content for m in target.get_all(user_id="alice")] == ["Alice left Northwind Bank."]

@@ -83,8 +83,9 @@ class PostgresUsers(UserData):
         check_embedding(m.embedding, self.dim, finite=True)
         cur.execute(
             """INSERT INTO memories (id, user_id, agent_id, content, ts, timestamp, memory_type,
-               keywords, session_id, turns, created_at, updated_at, version, embedding, fts_text)
-               VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::vector,%s)""",
+               keywords, session_id, turns, created_at, updated_at, version, embedding, fts_text,
+               invalid_at, superseded_by)
+               VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::vector,%s,%s,%s)""",
             (
                 m.memory_id,
                 m.user_id,
@@ -101,6 +102,8 @@ class PostgresUsers(UserData):
                 item.version,
                 vector_literal(m.embedding),
                 fold(" ".join([item.content, *item.keywords])),
+                item.invalid_at.isoformat() if item.invalid_at else None,
+                item.superseded_by,
             ),
         )
 

@@ -87,8 +87,9 @@ class SQLiteUsers(UserData):
         check_embedding(m.embedding, self.dim)
         cur = db.execute(
             """INSERT INTO memories (id, user_id, agent_id, content, ts, timestamp, memory_type,
-               keywords, session_id, turns, created_at, updated_at, version, embedding)
-               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+               keywords, session_id, turns, created_at, updated_at, version, embedding,
+               invalid_at, superseded_by)
+               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
             (
                 m.memory_id,
                 m.user_id,
@@ -104,6 +105,8 @@ class SQLiteUsers(UserData):
                 item.updated_at.isoformat(),
                 item.version,
                 self._blob(m.embedding),
+                item.invalid_at.isoformat() if item.invalid_at else None,
+                item.superseded_by,
             ),
         )
         db.execute(
