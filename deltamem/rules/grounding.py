@@ -5,6 +5,7 @@ language (`deltamem.rules.registry` says which)."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from deltamem.porter import stem
 from deltamem.rules.base import Outcome
@@ -56,14 +57,28 @@ def content_stems(fact: str, names: set[str]) -> set[str]:
     return {stem(t) for t in terms(fact, limit=64)} - names - FREE_STEMS
 
 
-def share_heard(fact: str, names: set[str], heard: set[str]) -> float | None:
+@lru_cache(maxsize=16)
+def function_words(language: str) -> frozenset[str]:
+    """Stems of a language's function words ("es", "una", "der"), which say nothing
+    of the person; English's are left out by `terms` already (deltamem.text)."""
+    if language == "en":
+        return frozenset()
+    from stop_words import LANGUAGE_MAPPING, get_stop_words  # type: ignore[import-untyped]
+
+    if language not in LANGUAGE_MAPPING:
+        return frozenset()
+    return frozenset(stem(w.lower()) for w in get_stop_words(language))
+
+
+def share_heard(fact: str, names: set[str], heard: set[str], language: str = "en") -> float | None:
     """The share of a fact's content words that occur in `heard` (stems), a word
     made from a verb that was said counting as said ("dancer" by "dance", "leader"
     by "lead"); None for a fact with no content word."""
     found: dict[str, bool] = {}
+    skip = function_words(language)
     for t in terms(fact, limit=64):
         s = stem(t)
-        if s in names or s in FREE_STEMS:
+        if s in names or s in FREE_STEMS or s in skip:
             continue
         made = (
             t.endswith(("er", "or")) and len(t) > 4 and bool({stem(t[:-2]), stem(t[:-1])} & heard)
@@ -128,7 +143,7 @@ def says_nothing(given: FactInput) -> Outcome | None:
     """No content word besides the name, or the person said to be their own name or
     a thing of theirs ("Maria is Maria's family", "John is called John")."""
     names = person_stems(given.subject)
-    if not content_stems(given.fact, names):
+    if not content_stems(given.fact, names) - function_words(given.language):
         return Outcome("SAYS_NOTHING", "says nothing about the person")
     who = re.escape(given.subject)
     if re.match(rf"{who}\s+(?:is|was)\s+(?:called\s+|named\s+)?{who}\b", given.fact, re.I):
@@ -139,7 +154,7 @@ def says_nothing(given: FactInput) -> Outcome | None:
 def not_grounded(given: FactInput) -> Outcome | None:
     from deltamem.rules.registry import RULES
 
-    share = share_heard(given.fact, person_stems(given.subject), given.heard)
+    share = share_heard(given.fact, person_stems(given.subject), given.heard, given.language)
     if share is not None and share < given.settings.threshold(RULES["NOT_GROUNDED"], "share"):
         return Outcome("NOT_GROUNDED", "not grounded in the conversation")
     return None
@@ -152,7 +167,7 @@ def assistants_words(given: FactInput) -> Outcome | None:
     from deltamem.rules.registry import RULES
 
     rule = RULES["ASSISTANTS_WORDS"]
-    share = share_heard(given.fact, person_stems(given.subject), given.own)
+    share = share_heard(given.fact, person_stems(given.subject), given.own, given.language)
     name = "answering" if given.answered else "share"
     if share is not None and share < given.settings.threshold(rule, name):
         return Outcome("ASSISTANTS_WORDS", "the assistant's words, not the person's")
