@@ -239,9 +239,10 @@ class PersonaMemTask(RunnerTask):
     data_fields = ("questions", "contexts")
     limit_field = "shared_contexts"
 
-    def dataset(self, spec: RunSpec) -> list[ds.PMQuestion]:
+    def dataset(self, spec: RunSpec) -> list[list[ds.PMQuestion]]:
+        """Per shared context (the unit --limit counts), its questions."""
         groups, _ = selected(self.build(spec))
-        return [q for qs in groups.values() for q in qs]
+        return list(groups.values())
 
     def run(self, spec: RunSpec, models: Models) -> dict[str, Any]:
         return run_personamem(
