@@ -94,7 +94,9 @@ def test_locomo_command(tmp_path: Path, scripted: None) -> None:
     assert "by category" in (out / "report.html").read_text()
     res = CliRunner().invoke(app, ["tables", str(out)])
     assert res.exit_code == 0, res.output
-    assert "f1 by category" in res.output and "| full |" in res.output
+    assert "F1, judge and evidence recall by category" in res.output and "| full |" in res.output
+    # the judged figure carries its judge's kappa, and the page says what that is
+    assert "LLM judge (κ " in res.output and "Cohen's κ" in res.output
 
 
 def test_locomo_picks_conversations_by_sample_id(tmp_path: Path, scripted: None) -> None:

@@ -205,7 +205,8 @@ def test_longmemeval_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert m["full"]["benchmark"] == "longmemeval" and m["full"]["accuracy"] == 0.75
     res = CliRunner().invoke(app, ["tables", str(out)])
     assert res.exit_code == 0, res.output
-    assert "accuracy by question type" in res.output and "| full | 0.750 |" in res.output
+    assert "turn recall by question type" in res.output and "| full | 0.750 |" in res.output
+    assert "judge accuracy (κ " in res.output  # the QA judge's kappa beside its figure
     assert "judge:qa" in res.output
     one = tmp_path / "one"
     res = CliRunner().invoke(app, [*args[:-1], str(one), "--question", "q3"])

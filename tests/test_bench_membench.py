@@ -302,7 +302,7 @@ def test_membench_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert len(questions(out)) == 2 * 8  # the same trajectories without noise, beside
     res = CliRunner().invoke(app, ["tables", str(out)])
     assert res.exit_code == 0, res.output
-    assert "accuracy by scenario" in res.output and "| full | 0.750 |" in res.output
+    assert "accuracy and recall by scenario" in res.output and "| full | 0.750 |" in res.output
     assert "Capacity" in res.output and "answer:choice" in res.output
     res = CliRunner().invoke(app, ["report", str(out)])
     assert res.exit_code == 0, res.output

@@ -1,5 +1,6 @@
 """`deltamem bench ...`: run benchmarks against one or more memory systems.
 
+    deltamem bench run TASK DATA... --systems deltamem,retrieval,pkg.mod:MySystem --out OUT
     deltamem bench halumem DATA.jsonl --systems deltamem,retrieval --out runs/h1
     deltamem bench locomo locomo10.json --systems deltamem --out runs/l1
     deltamem bench membench FirstAgentDataLowLevel.json --per-group 5 --out runs/mb1
@@ -11,8 +12,11 @@
     deltamem bench compare runs/h1 runs/h2
     deltamem bench agreement --judge local --labels bench/labels
 
-Results are logged item by item to OUT/results.jsonl (resumable with --resume);
-metrics land in OUT/metrics.json and tables and charts in OUT/report.html.
+`bench run` is the one command (bench/task.py: a task is a dataset, the systems
+and the scorers, run by one resumable loop); the per-benchmark commands are the
+same run with the task named. Results are logged item by item to
+OUT/results.jsonl (resumable with --resume); metrics land in OUT/metrics.json and
+tables and charts in OUT/report.html.
 
 The commands live beside this module: the benchmark runs in `cli_runs.py`, the
 commands over a finished run and the judges in `cli_after_run.py`, what they
@@ -25,7 +29,7 @@ import typer
 
 from deltamem.bench.cli_after_run import agreement, answer, compare, judge, report, tables
 from deltamem.bench.cli_rules import rules
-from deltamem.bench.cli_runs import halumem, locomo, longmemeval, membench, personamem
+from deltamem.bench.cli_runs import halumem, locomo, longmemeval, membench, personamem, run
 
 app = typer.Typer(
     help="Run memory benchmarks (HaluMem, LoCoMo, MemBench, LongMemEval, PersonaMem) on memory "
@@ -34,6 +38,7 @@ app = typer.Typer(
 )
 
 # registered in the order `deltamem bench --help` lists them
+app.command("run")(run)
 for command in (
     halumem,
     locomo,

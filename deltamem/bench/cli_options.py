@@ -20,7 +20,14 @@ if TYPE_CHECKING:
 
 console = Console(stderr=True)
 
-SystemsOpt = Annotated[str, typer.Option("--systems", help="Comma-separated system names.")]
+SystemsOpt = Annotated[
+    str,
+    typer.Option(
+        "--systems",
+        help="Comma-separated systems: built-in names, or package.module:ClassName for a "
+        "MemorySystem of your own.",
+    ),
+]
 OutOpt = Annotated[Path, typer.Option("--out", help="Output directory.")]
 LLMOpt = Annotated[str | None, typer.Option("--llm", help="LLM spec of the systems.")]
 AdapterOpt = Annotated[
@@ -79,16 +86,25 @@ def judge_kinds(spec: str) -> frozenset[str]:
 
 
 def system_names(spec: str) -> list[str]:
-    """The systems named in a comma-separated --systems (checked)."""
+    """The systems named in a comma-separated --systems (checked): built-in names
+    and `package.module:ClassName` (a MemorySystem from outside)."""
     from deltamem.bench.systems import SYSTEMS
+    from deltamem.bench.systems.factory import SystemSpecError, system_class
 
     names = [s.strip() for s in spec.split(",") if s.strip()]
-    unknown = [n for n in names if n not in SYSTEMS]
+    unknown = [n for n in names if n not in SYSTEMS and ":" not in n]
     if not names or unknown:
         raise typer.BadParameter(
             f"unknown system(s) {', '.join(unknown) or '(none given)'}; "
-            f"choose from {', '.join(SYSTEMS)}"
+            f"choose from {', '.join(SYSTEMS)}, or name a class as package.module:ClassName",
+            param_hint="--systems",
         )
+    for name in names:
+        if ":" in name:
+            try:
+                system_class(name)
+            except SystemSpecError as exc:
+                raise typer.BadParameter(str(exc), param_hint="--systems") from exc
     return names
 
 

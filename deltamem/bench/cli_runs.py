@@ -1,10 +1,12 @@
-"""`deltamem bench <benchmark>`: the commands that run a benchmark on memory systems
-(HaluMem, LoCoMo, MemBench, LongMemEval, PersonaMem), item by item into OUT."""
+"""`deltamem bench run TASK DATA...`: run a benchmark on memory systems, item by item
+into OUT, and the short commands (`deltamem bench halumem`, `locomo`, `membench`,
+`longmemeval`, `personamem`) that are the same run with the task named: all of
+them go through `run_task`."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -19,13 +21,181 @@ from deltamem.bench.cli_options import (
     ResumeOpt,
     SystemsOpt,
     TimeoutOpt,
-    judge_kinds,
+    console,
     judge_llm_for,
     own_run_dir,
     print_summary,
     systems_setup,
 )
 from deltamem.cli.render import progress_bars
+
+
+def run_task(
+    name: str,
+    data: list[Path],
+    *,
+    systems: str,
+    out: Path,
+    llm: str | None,
+    adapter: str | None,
+    judge: str,
+    judge_mode: str,
+    embedder: str | None,
+    timeout: float,
+    resume: bool,
+    limit: int | None = None,
+    only: list[str] | None = None,
+    k: int | None = None,
+    answers: bool = True,
+    options: dict[str, Any] | None = None,
+) -> None:
+    """Run the task `name` on DATA for the systems, into OUT: the one code path of
+    `bench run` and of the short commands."""
+    from deltamem.bench.task import Models, RunSpec, TaskError, get_task
+
+    try:
+        task = get_task(name)
+        spec = RunSpec(
+            data=data,
+            out=out,
+            systems=[],  # checked below, with the models
+            limit=limit,
+            only=tuple(only or ()),
+            k=k,
+            resume=resume,
+            answer=answers,
+            judge_mode=judge_mode,
+            options=dict(options or {}),
+        )
+        task.check(spec)  # before the models load: a wrong option fails at once
+    except TaskError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    names, emb, model = systems_setup(systems, embedder, llm, timeout, out, adapter)
+    spec.systems = names
+    judge_llm = judge_llm_for(judge, llm, model, timeout, out, adapter)
+    with own_run_dir(out), progress_bars() as advance:
+        spec.progress = advance
+        try:
+            metrics = task.run(spec, Models(llm=model, embedder=emb, judge=judge_llm))
+        except ValueError as exc:  # TaskError too: an option or id the data lacks
+            raise typer.BadParameter(str(exc)) from exc
+    print_summary(metrics, out)
+
+
+def run(
+    task: Annotated[
+        str,
+        typer.Argument(
+            help="halumem, locomo, membench, longmemeval, personamem, or package.module:TASK"
+        ),
+    ],
+    data: Annotated[
+        list[Path],
+        typer.Argument(
+            exists=True,
+            dir_okay=False,
+            help="The task's data file(s): one, or for personamem the questions CSV then "
+            "the shared contexts JSONL.",
+        ),
+    ],
+    systems: SystemsOpt = "deltamem",
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Output directory (default bench-out/TASK).")
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            help="The first N units: users (halumem), conversations (locomo), trajectories "
+            "(membench), instances (longmemeval), shared contexts (personamem)."
+        ),
+    ] = None,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--only",
+            help="Only this conversation (locomo) or question id (longmemeval); repeatable.",
+        ),
+    ] = None,
+    k: Annotated[
+        int | None,
+        typer.Option("--k", help="Items retrieved per question (default: the task's)."),
+    ] = None,
+    llm: LLMOpt = None,
+    adapter: AdapterOpt = None,
+    judge: JudgeOpt = "none",
+    judge_mode: JudgeModeOpt = "auto",
+    embedder: EmbOpt = None,
+    resume: ResumeOpt = False,
+    timeout: TimeoutOpt = 900.0,
+    answers: Annotated[
+        bool,
+        typer.Option(
+            help="Answer the questions. --no-answers (halumem, locomo): retrieval and "
+            "answer-free metrics only."
+        ),
+    ] = True,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="A task's own option, NAME=VALUE (repeatable), e.g. sessions=12, "
+            "both_as_user=yes, noise=100, chunk=20; --check lists them.",
+        ),
+    ] = None,
+    check: Annotated[
+        bool,
+        typer.Option(
+            help="Load the data, say how many units the run would evaluate and the task's "
+            "options, and run nothing."
+        ),
+    ] = False,
+) -> None:
+    """Run a benchmark task on memory systems: its dataset, the systems, its scorers and
+    judges, item by item into OUT (resumable with --resume). The short commands
+    (`bench halumem`, `bench locomo`, ...) are this command with the task named."""
+    from deltamem.bench.task import RunSpec, TaskError, get_task, parse_options
+
+    out = out or Path("bench-out") / task.replace(":", "_").replace("/", "_")
+    try:
+        the_task = get_task(task)
+        options = parse_options(the_task, option or [])
+        if check:
+            spec = RunSpec(
+                data=data,
+                out=out,
+                systems=[],
+                limit=limit,
+                only=tuple(only or ()),
+                k=k,
+                answer=answers,
+                judge_mode=judge_mode,
+                options=options,
+            )
+            units = the_task.dataset(spec)
+            console.print(f"[bold]{the_task.title}[/bold]: {len(units)} units to evaluate")
+            for name, default in the_task.options().items():
+                console.print(f"  --set {name}={options.get(name, default)}")
+            return
+    except (TaskError, ValueError) as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    run_task(
+        task,
+        data,
+        systems=systems,
+        out=out,
+        llm=llm,
+        adapter=adapter,
+        judge=judge,
+        judge_mode=judge_mode,
+        embedder=embedder,
+        timeout=timeout,
+        resume=resume,
+        limit=limit,
+        only=only,
+        k=k,
+        answers=answers,
+        options=options,
+    )
 
 
 def halumem(
@@ -57,30 +227,22 @@ def halumem(
     judge_mode: JudgeModeOpt = "auto",
 ) -> None:
     """HaluMem: memory extraction, memory updating and question answering, item by item."""
-    from deltamem.bench.halumem import HaluMemRun, run_halumem, write_metrics
-
-    names, emb, model = systems_setup(systems, embedder, llm, timeout, out, adapter)
-    with own_run_dir(out), progress_bars() as advance:
-        run = HaluMemRun(
-            data=data,
-            out=out,
-            systems=names,
-            users=users,
-            sessions=sessions,
-            resume=resume,
-            answer=answers,
-            progress=advance,
-        )
-        metrics = run_halumem(run, llm=model, embedder=emb)
-        judge_llm = judge_llm_for(judge, llm, model, timeout, out, adapter)
-        if judge_llm is not None:
-            from deltamem.bench.judges.halumem import judge_run
-
-            judge_run(
-                out, data, judge_llm, progress=advance, kinds=judge_kinds(judges), mode=judge_mode
-            )
-            metrics = write_metrics(out)
-    print_summary(metrics, out)
+    run_task(
+        "halumem",
+        [data],
+        systems=systems,
+        out=out,
+        llm=llm,
+        adapter=adapter,
+        judge=judge,
+        judge_mode=judge_mode,
+        embedder=embedder,
+        timeout=timeout,
+        resume=resume,
+        limit=users,
+        answers=answers,
+        options={"sessions": sessions, "judges": judges},
+    )
 
 
 def locomo(
@@ -112,26 +274,23 @@ def locomo(
     ] = True,
 ) -> None:
     """LoCoMo: token F1, BLEU-1, evidence recall (and an LLM judge when given)."""
-    from deltamem.bench.locomo import LocomoRun, run_locomo
-
-    names, emb, model = systems_setup(systems, embedder, llm, timeout, out, adapter)
-    judge_llm = judge_llm_for(judge, llm, model, timeout, out, adapter)
-    with own_run_dir(out), progress_bars() as advance:
-        run = LocomoRun(
-            data=data,
-            out=out,
-            systems=names,
-            conversations=conversations,
-            only=tuple(conversation or ()),
-            sessions=sessions,
-            resume=resume,
-            both_as_user=both_as_user,
-            judge_mode=judge_mode,
-            answer=answers,
-            progress=advance,
-        )
-        metrics = run_locomo(run, llm=model, embedder=emb, judge=judge_llm)
-    print_summary(metrics, out)
+    run_task(
+        "locomo",
+        [data],
+        systems=systems,
+        out=out,
+        llm=llm,
+        adapter=adapter,
+        judge=judge,
+        judge_mode=judge_mode,
+        embedder=embedder,
+        timeout=timeout,
+        resume=resume,
+        limit=conversations,
+        only=conversation,
+        answers=answers,
+        options={"sessions": sessions, "both_as_user": both_as_user},
+    )
 
 
 def membench(
@@ -167,24 +326,22 @@ def membench(
     Accuracy by scenario (participation / observation) and level (factual /
     reflective), recall@k of target_step_id, accuracy per history length (--noise),
     read and write time per step."""
-    from deltamem.bench.membench import MemBenchRun, run_membench
-
-    names, emb, model = systems_setup(systems, embedder, llm, timeout, out, adapter)
-    with own_run_dir(out), progress_bars() as advance:
-        run = MemBenchRun(
-            data=data,
-            out=out,
-            systems=names,
-            trajectories=trajectories,
-            per_group=per_group,
-            noise=noise,
-            seed=seed,
-            resume=resume,
-            qa_k=k,
-            progress=advance,
-        )
-        metrics = run_membench(run, llm=model, embedder=emb)
-    print_summary(metrics, out)
+    run_task(
+        "membench",
+        [data],
+        systems=systems,
+        out=out,
+        llm=llm,
+        adapter=adapter,
+        judge="none",
+        judge_mode="auto",
+        embedder=embedder,
+        timeout=timeout,
+        resume=resume,
+        limit=trajectories,
+        k=k,
+        options={"per_group": per_group, "noise": noise, "seed": seed},
+    )
 
 
 def longmemeval(
@@ -213,27 +370,22 @@ def longmemeval(
 
     Accuracy by question type and on abstention questions with --judge; token F1
     always; session- and turn-level recall of the evidence."""
-    from deltamem.bench.longmemeval import LongMemEvalRun, run_longmemeval
-
-    names, emb, model = systems_setup(systems, embedder, llm, timeout, out, adapter)
-    judge_llm = judge_llm_for(judge, llm, model, timeout, out, adapter)
-    with own_run_dir(out), progress_bars() as advance:
-        run = LongMemEvalRun(
-            data=data,
-            out=out,
-            systems=names,
-            instances=instances,
-            only=tuple(question or ()),
-            resume=resume,
-            qa_k=k,
-            judge_mode=judge_mode,
-            progress=advance,
-        )
-        try:
-            metrics = run_longmemeval(run, llm=model, embedder=emb, judge=judge_llm)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc)) from exc
-    print_summary(metrics, out)
+    run_task(
+        "longmemeval",
+        [data],
+        systems=systems,
+        out=out,
+        llm=llm,
+        adapter=adapter,
+        judge=judge,
+        judge_mode=judge_mode,
+        embedder=embedder,
+        timeout=timeout,
+        resume=resume,
+        limit=instances,
+        only=question,
+        k=k,
+    )
 
 
 def personamem(
@@ -262,24 +414,19 @@ def personamem(
 
     Each shared context is ingested once and its questions asked where the context
     reaches their end index."""
-    from deltamem.bench.personamem import PersonaMemRun, run_personamem
-
-    names, emb, model = systems_setup(systems, embedder, llm, timeout, out, adapter)
-    with own_run_dir(out), progress_bars() as advance:
-        run = PersonaMemRun(
-            questions=questions,
-            contexts=contexts,
-            out=out,
-            systems=names,
-            shared_contexts=shared_contexts,
-            limit=limit,
-            resume=resume,
-            qa_k=k,
-            chunk=chunk,
-            progress=advance,
-        )
-        try:
-            metrics = run_personamem(run, llm=model, embedder=emb)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc)) from exc
-    print_summary(metrics, out)
+    run_task(
+        "personamem",
+        [questions, contexts],
+        systems=systems,
+        out=out,
+        llm=llm,
+        adapter=adapter,
+        judge="none",
+        judge_mode="auto",
+        embedder=embedder,
+        timeout=timeout,
+        resume=resume,
+        limit=shared_contexts,
+        k=k,
+        options={"limit": limit, "chunk": chunk},
+    )

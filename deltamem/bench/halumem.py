@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from deltamem.answer import Answerer
 from deltamem.bench.answering import as_search_hits, error_text
@@ -39,13 +39,17 @@ from deltamem.bench.metrics.cost import cost_metrics
 from deltamem.bench.metrics.coverage import evidence_coverage
 from deltamem.bench.metrics.locomo import token_f1
 from deltamem.bench.report import write_report_safely
-from deltamem.bench.runner import each_system
+from deltamem.bench.runner import each_system, required
 from deltamem.bench.softmatch import best_similarity, covered
 from deltamem.bench.systems import MemorySystem, Retrieved
 from deltamem.bench.systems.base import SESSION_COST_KEYS
+from deltamem.bench.task import Models, RunnerTask, RunSpec, TaskError
 from deltamem.embed import Embedder
 from deltamem.llm.base import LLM
 from deltamem.train.distance import DEFAULT_TAU, state_distance
+
+if TYPE_CHECKING:
+    from deltamem.bench.render import Block
 
 UPDATE_K = 10
 QA_K = 20
@@ -266,26 +270,29 @@ def _user_done_key(system: str, uid: str, n_sessions: int) -> str:
 def run_halumem(
     run: HaluMemRun,
     *,
-    llm: LLM,
-    embedder: Embedder,
+    llm: LLM | None,
+    embedder: Embedder | None,
     make: Callable[[str, Path], MemorySystem] | None = None,
 ) -> dict[str, Any]:
     """Run every system over the data, writing results.jsonl, then metrics.json.
 
     `make(name, workdir)` builds a system (default: the registry in
     `deltamem.bench.systems` with this `llm` and `embedder`)."""
+    emb = required(embedder, "HaluMem's judge-free scores (state F1, evidence recall)")
+    answerer = (
+        Answerer(required(llm, "answering (--no-answers does without)")) if run.answer else None
+    )
     run.out.mkdir(parents=True, exist_ok=True)
     log = ResultLog(run.out / RESULTS, resume=run.resume)
-    answerer = Answerer(llm) if run.answer else None
     try:
-        for system, fresh in each_system(run.systems, run.out, run.resume, llm, embedder, make):
+        for system, fresh in each_system(run.systems, run.out, run.resume, llm, emb, make):
             for user in ds.iter_users(run.data, limit=run.users):
                 sessions = user.sessions[: run.sessions] if run.sessions else user.sessions
                 if log.has(_user_done_key(system.name, user.uuid, len(sessions))):
                     continue
                 if fresh:
                     system.reset(user.uuid)
-                ur = _UserRun(run, system, log, embedder, answerer, user)
+                ur = _UserRun(run, system, log, emb, answerer, user)
                 for sidx, session in enumerate(sessions):
                     ur.session(sidx, session)
                 log.write(
@@ -341,3 +348,62 @@ def write_metrics(out: Path) -> dict[str, Any]:
     write_usage(out)
     write_report_safely(out)
     return metrics
+
+
+class HaluMemTask(RunnerTask):
+    """HaluMem as a `Task` (bench/task.py): `run_halumem`, then the judges named by
+    the `judges` option when a judge model is given."""
+
+    name = "halumem"
+    title = "HaluMem"
+    data = ("HaluMem.jsonl",)
+    config = HaluMemRun
+    limit_field = "users"
+    extra_options: ClassVar[dict[str, Any]] = {"judges": "integrity,accuracy,update,qa"}
+
+    def dataset(self, spec: RunSpec) -> list[ds.User]:
+        run = self.build(spec)
+        return list(ds.iter_users(run.data, limit=run.users))
+
+    def kinds(self, spec: RunSpec) -> frozenset[str]:
+        """The judges the `judges` option names (checked)."""
+        from deltamem.bench.judges.halumem import JUDGES
+
+        given = str(self.option(spec, "judges"))
+        kinds = frozenset(k.strip() for k in given.split(",") if k.strip())
+        if not kinds or kinds - JUDGES:
+            raise TaskError(f"unknown judge in {given!r}; choose from {', '.join(sorted(JUDGES))}")
+        return kinds
+
+    def check(self, spec: RunSpec) -> None:
+        self.build(spec)
+        self.kinds(spec)
+
+    def run(self, spec: RunSpec, models: Models) -> dict[str, Any]:
+        run = self.build(spec)
+        kinds = self.kinds(spec)  # checked before the run, not after it
+        metrics = run_halumem(run, llm=models.llm, embedder=models.embedder, make=models.make)
+        if models.judge is None:
+            return metrics
+        from deltamem.bench.judges.halumem import judge_run
+
+        judge_run(
+            run.out,
+            run.data,
+            models.judge,
+            progress=run.progress,
+            kinds=kinds,
+            mode=spec.judge_mode,
+        )
+        return write_metrics(run.out)
+
+    def write_metrics(self, out: Path) -> dict[str, Any]:
+        return write_metrics(out)
+
+    def page(self, metrics: dict[str, Any], records: Sequence[dict[str, Any]]) -> list[Block]:
+        from deltamem.bench.report_halumem import halumem_page
+
+        return halumem_page(metrics, records)
+
+
+TASK = HaluMemTask()

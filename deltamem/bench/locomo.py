@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deltamem.answer import Answerer
 from deltamem.bench.answering import as_search_hits, error_text
@@ -25,11 +25,15 @@ from deltamem.bench.datasets import locomo as ds
 from deltamem.bench.log import RESULTS, ResultLog, read_records
 from deltamem.bench.metrics import locomo as lm
 from deltamem.bench.metrics.cost import cost_metrics
-from deltamem.bench.runner import each_system, tick, write_run_metrics
+from deltamem.bench.runner import each_system, required, tick, write_run_metrics
 from deltamem.bench.systems import MemorySystem, Retrieved
 from deltamem.bench.systems.base import SESSION_COST_KEYS
+from deltamem.bench.task import Models, RunnerTask, RunSpec
 from deltamem.embed import Embedder
 from deltamem.llm.base import LLM
+
+if TYPE_CHECKING:
+    from deltamem.bench.render import Block
 
 QA_K = 20
 METRICS = "metrics.json"
@@ -62,28 +66,36 @@ def reached_turns(found: Sequence[Retrieved], turn_ids: dict[str, list[str]]) ->
     return list(dict.fromkeys(out))
 
 
-def run_locomo(
-    run: LocomoRun,
-    *,
-    llm: LLM,
-    embedder: Embedder,
-    judge: LLM | None = None,
-    make: Callable[[str, Path], MemorySystem] | None = None,
-) -> dict[str, Any]:
-    run.out.mkdir(parents=True, exist_ok=True)
-    log = ResultLog(run.out / RESULTS, resume=run.resume)
-    answerer = Answerer(llm) if run.answer else None
-    qa_judge = None
-    if judge is not None and run.answer:
-        from deltamem.bench.judges.locomo import LocomoJudge
-
-        qa_judge = LocomoJudge(judge, run.out, run.judge_mode)
+def conversations(run: LocomoRun) -> list[ds.LocomoConversation]:
+    """The conversations a run evaluates (--conversations, --conversation)."""
     convs = ds.load(run.data, limit=run.conversations)
     if run.only:
         convs = [c for c in convs if c.sample_id in run.only]
         missing = set(run.only) - {c.sample_id for c in convs}
         if missing:
             raise ValueError(f"no conversation {', '.join(sorted(missing))} in {run.data}")
+    return convs
+
+
+def run_locomo(
+    run: LocomoRun,
+    *,
+    llm: LLM | None,
+    embedder: Embedder | None,
+    judge: LLM | None = None,
+    make: Callable[[str, Path], MemorySystem] | None = None,
+) -> dict[str, Any]:
+    convs = conversations(run)
+    run.out.mkdir(parents=True, exist_ok=True)
+    answerer = (
+        Answerer(required(llm, "answering (--no-answers does without)")) if run.answer else None
+    )
+    log = ResultLog(run.out / RESULTS, resume=run.resume)
+    qa_judge = None
+    if judge is not None and run.answer:
+        from deltamem.bench.judges.locomo import LocomoJudge
+
+        qa_judge = LocomoJudge(judge, run.out, run.judge_mode)
     try:
         for system, fresh in each_system(run.systems, run.out, run.resume, llm, embedder, make):
             for conv in convs:
@@ -246,3 +258,36 @@ def _system_metrics(rs: list[dict[str, Any]]) -> dict[str, Any]:
         "by_category": agg["by_category"],
         "cost": cost_metrics(rs),
     }
+
+
+class LocomoTask(RunnerTask):
+    """LoCoMo as a `Task` (bench/task.py): `run_locomo` on a LocomoRun built from the spec."""
+
+    name = "locomo"
+    title = "LoCoMo"
+    data = ("locomo10.json",)
+    config = LocomoRun
+    limit_field = "conversations"
+
+    def dataset(self, spec: RunSpec) -> list[ds.LocomoConversation]:
+        return conversations(self.build(spec))
+
+    def run(self, spec: RunSpec, models: Models) -> dict[str, Any]:
+        return run_locomo(
+            self.build(spec),
+            llm=models.llm,
+            embedder=models.embedder,
+            judge=models.judge,
+            make=models.make,
+        )
+
+    def write_metrics(self, out: Path) -> dict[str, Any]:
+        return write_metrics(out)
+
+    def page(self, metrics: dict[str, Any], records: Sequence[dict[str, Any]]) -> list[Block]:
+        from deltamem.bench.report import locomo_page
+
+        return locomo_page(metrics, records)
+
+
+TASK = LocomoTask()

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deltamem.answer import Answerer
 from deltamem.bench.answering import as_search_hits, error_text
@@ -47,13 +47,18 @@ from deltamem.bench.runner import (
     each_system,
     finish,
     reached_by_rank,
+    required,
     search,
     tick,
     write_run_metrics,
 )
 from deltamem.bench.systems import MemorySystem
+from deltamem.bench.task import Models, RunnerTask, RunSpec
 from deltamem.embed import Embedder
 from deltamem.llm.base import LLM
+
+if TYPE_CHECKING:
+    from deltamem.bench.render import Block
 
 QA_K = 20
 METRICS = "metrics.json"
@@ -128,15 +133,15 @@ def select(items: Sequence[ds.Instance], run: LongMemEvalRun) -> list[ds.Instanc
 def run_longmemeval(
     run: LongMemEvalRun,
     *,
-    llm: LLM,
-    embedder: Embedder,
+    llm: LLM | None,
+    embedder: Embedder | None,
     judge: LLM | None = None,
     make: Make | None = None,
 ) -> dict[str, Any]:
-    run.out.mkdir(parents=True, exist_ok=True)
     items = select(ds.load(run.data), run)
+    answerer = Answerer(required(llm, "answering"))
+    run.out.mkdir(parents=True, exist_ok=True)
     log = ResultLog(run.out / RESULTS, resume=run.resume)
-    answerer = Answerer(llm)
     judges = make_judges(judge, JudgeCache(run.out / CACHE), run.judge_mode) if judge else None
     try:
         for system, fresh in each_system(run.systems, run.out, run.resume, llm, embedder, make):
@@ -240,3 +245,37 @@ def write_metrics(out: Path) -> dict[str, Any]:
         out,
         lambda rs: {"benchmark": "longmemeval", **lme.aggregate(rs), "cost": cost_metrics(rs)},
     )
+
+
+class LongMemEvalTask(RunnerTask):
+    """LongMemEval as a `Task` (bench/task.py): `run_longmemeval` on a LongMemEvalRun."""
+
+    name = "longmemeval"
+    title = "LongMemEval"
+    data = ("longmemeval_s.json",)
+    config = LongMemEvalRun
+    limit_field = "instances"
+
+    def dataset(self, spec: RunSpec) -> list[ds.Instance]:
+        run = self.build(spec)
+        return select(ds.load(run.data), run)
+
+    def run(self, spec: RunSpec, models: Models) -> dict[str, Any]:
+        return run_longmemeval(
+            self.build(spec),
+            llm=models.llm,
+            embedder=models.embedder,
+            judge=models.judge,
+            make=models.make,
+        )
+
+    def write_metrics(self, out: Path) -> dict[str, Any]:
+        return write_metrics(out)
+
+    def page(self, metrics: dict[str, Any], records: Sequence[dict[str, Any]]) -> list[Block]:
+        from deltamem.bench.report_qa import longmemeval_page
+
+        return longmemeval_page(metrics, records)
+
+
+TASK = LongMemEvalTask()

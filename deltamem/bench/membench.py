@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deltamem.bench.answering import as_search_hits, error_text
 from deltamem.bench.choice import ChoiceAnswerer
@@ -41,14 +41,19 @@ from deltamem.bench.runner import (
     each_system,
     finish,
     reached_by_rank,
+    required,
     search,
     tick,
     write_run_metrics,
 )
 from deltamem.bench.systems import MemorySystem
 from deltamem.bench.systems.base import count_tokens
+from deltamem.bench.task import Models, RunnerTask, RunSpec
 from deltamem.embed import Embedder
 from deltamem.llm.base import LLM
+
+if TYPE_CHECKING:
+    from deltamem.bench.render import Block
 
 QA_K = 10
 METRICS = "metrics.json"
@@ -129,13 +134,13 @@ def user_id(traj: ds.Trajectory, noise: int) -> str:
 
 
 def run_membench(
-    run: MemBenchRun, *, llm: LLM, embedder: Embedder, make: Make | None = None
+    run: MemBenchRun, *, llm: LLM | None, embedder: Embedder | None, make: Make | None = None
 ) -> dict[str, Any]:
-    run.out.mkdir(parents=True, exist_ok=True)
-    log = ResultLog(run.out / RESULTS, resume=run.resume)
-    answerer = ChoiceAnswerer(llm)
+    answerer = ChoiceAnswerer(required(llm, "choosing the answers"))
     everything = list(ds.iter_trajectories(run.data))
     trajs = select(everything, run)
+    run.out.mkdir(parents=True, exist_ok=True)
+    log = ResultLog(run.out / RESULTS, resume=run.resume)
     pool = noise_pool(everything) if run.noise > 0 else {}
     noise = {t.key: draw_noise(pool, t, run.noise, run.seed) for t in trajs}
     try:
@@ -236,3 +241,33 @@ def write_metrics(out: Path) -> dict[str, Any]:
     return write_run_metrics(
         out, lambda rs: {"benchmark": "membench", **mb.aggregate(rs), "cost": cost_metrics(rs)}
     )
+
+
+class MemBenchTask(RunnerTask):
+    """MemBench as a `Task` (bench/task.py): `run_membench` on a MemBenchRun."""
+
+    name = "membench"
+    title = "MemBench"
+    data = ("FirstAgentDataLowLevel.json",)
+    config = MemBenchRun
+    limit_field = "trajectories"
+
+    def dataset(self, spec: RunSpec) -> list[ds.Trajectory]:
+        run = self.build(spec)
+        return select(list(ds.iter_trajectories(run.data)), run)
+
+    def run(self, spec: RunSpec, models: Models) -> dict[str, Any]:
+        return run_membench(
+            self.build(spec), llm=models.llm, embedder=models.embedder, make=models.make
+        )
+
+    def write_metrics(self, out: Path) -> dict[str, Any]:
+        return write_metrics(out)
+
+    def page(self, metrics: dict[str, Any], records: Sequence[dict[str, Any]]) -> list[Block]:
+        from deltamem.bench.report_qa import membench_page
+
+        return membench_page(metrics, records)
+
+
+TASK = MemBenchTask()

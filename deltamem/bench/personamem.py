@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deltamem.bench.answering import as_search_hits, error_text
 from deltamem.bench.choice import ChoiceAnswerer
@@ -36,13 +36,18 @@ from deltamem.bench.runner import (
     add_logged,
     each_system,
     finish,
+    required,
     search,
     tick,
     write_run_metrics,
 )
 from deltamem.bench.systems import MemorySystem
+from deltamem.bench.task import Models, RunnerTask, RunSpec
 from deltamem.embed import Embedder
 from deltamem.llm.base import LLM
+
+if TYPE_CHECKING:
+    from deltamem.bench.render import Block
 
 QA_K = 10
 CHUNK = 20
@@ -92,10 +97,11 @@ def cut_points(raw: list[dict[str, Any]], ends: set[int], chunk: int) -> list[tu
     return out
 
 
-def run_personamem(
-    run: PersonaMemRun, *, llm: LLM, embedder: Embedder, make: Make | None = None
-) -> dict[str, Any]:
-    run.out.mkdir(parents=True, exist_ok=True)
+def selected(
+    run: PersonaMemRun,
+) -> tuple[dict[str, list[ds.PMQuestion]], dict[str, list[dict[str, Any]]]]:
+    """The run's questions by shared context (--limit, --shared-contexts), and the
+    contexts (each question's context checked to be there)."""
     questions = ds.load_questions(run.questions)
     questions = questions[: run.limit] if run.limit is not None else questions
     groups = by_context(questions)
@@ -105,8 +111,16 @@ def run_personamem(
     missing = [c for c in groups if c not in contexts]
     if missing:
         raise ValueError(f"shared context {missing[0]} of the questions is not in {run.contexts}")
+    return groups, contexts
+
+
+def run_personamem(
+    run: PersonaMemRun, *, llm: LLM | None, embedder: Embedder | None, make: Make | None = None
+) -> dict[str, Any]:
+    groups, contexts = selected(run)
+    answerer = ChoiceAnswerer(required(llm, "choosing the answers"))
+    run.out.mkdir(parents=True, exist_ok=True)
     log = ResultLog(run.out / RESULTS, resume=run.resume)
-    answerer = ChoiceAnswerer(llm)
     try:
         for system, fresh in each_system(run.systems, run.out, run.resume, llm, embedder, make):
             for cid, qs in groups.items():
@@ -212,3 +226,36 @@ def write_metrics(out: Path) -> dict[str, Any]:
     return write_run_metrics(
         out, lambda rs: {"benchmark": "personamem", **aggregate(rs), "cost": cost_metrics(rs)}
     )
+
+
+class PersonaMemTask(RunnerTask):
+    """PersonaMem as a `Task` (bench/task.py): `run_personamem` on a PersonaMemRun;
+    DATA is the questions CSV, then its shared contexts JSONL."""
+
+    name = "personamem"
+    title = "PersonaMem"
+    data = ("questions_32k.csv", "shared_contexts_32k.jsonl")
+    config = PersonaMemRun
+    data_fields = ("questions", "contexts")
+    limit_field = "shared_contexts"
+
+    def dataset(self, spec: RunSpec) -> list[list[ds.PMQuestion]]:
+        """Per shared context (the unit --limit counts), its questions."""
+        groups, _ = selected(self.build(spec))
+        return list(groups.values())
+
+    def run(self, spec: RunSpec, models: Models) -> dict[str, Any]:
+        return run_personamem(
+            self.build(spec), llm=models.llm, embedder=models.embedder, make=models.make
+        )
+
+    def write_metrics(self, out: Path) -> dict[str, Any]:
+        return write_metrics(out)
+
+    def page(self, metrics: dict[str, Any], records: Sequence[dict[str, Any]]) -> list[Block]:
+        from deltamem.bench.report_qa import personamem_page
+
+        return personamem_page(metrics, records)
+
+
+TASK = PersonaMemTask()

@@ -1,16 +1,15 @@
 """OUT/report.html: the tables and charts of a finished run in one self-contained
 file (inline CSS and SVG drawn by matplotlib, no script, no network), built from
-OUT/metrics.json and
-OUT/results.jsonl only, so it can be rebuilt at any time
+OUT/metrics.json and OUT/results.jsonl only, so it can be rebuilt at any time
 (`deltamem bench report OUT`).
 
-Each benchmark has its body, made of the pieces in `report_parts.py`: HaluMem in
-`report_halumem.py`; LoCoMo here (a
-summary table, F1 / judge / evidence recall by category); MemBench, LongMemEval
-and PersonaMem in `report_qa.py`. All end with the cost section (time and
-tokens per session). A chart with no number in it is left out (`bars`, `lines`,
-`panels` return "" then): a judge-free run shows what it measured, not empty
-panels.
+Each benchmark's task describes its page once (`Task.page`, blocks of
+`render.py`), and the same page gives `deltamem bench tables` its Markdown: HaluMem
+in `report_halumem.py`; LoCoMo here (a summary table, F1 / judge / evidence recall
+by category); MemBench, LongMemEval and PersonaMem in `report_qa.py`; a benchmark
+without a page of its own gets `report_parts.generic_page`. All end with the cost
+section. A chart with no number in it is left out: a judge-free run shows what it
+measured, not empty panels.
 """
 
 from __future__ import annotations
@@ -23,107 +22,84 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
+from deltamem.bench import render as rd
 from deltamem.bench.log import RESULTS, read_records
-from deltamem.bench.report_parts import (
-    bars,
-    cost_section,
-    esc,
-    get,
-    panels,
-    table,
-)
+from deltamem.bench.render import Block, Charts, Heading, Table, get
+from deltamem.bench.report_parts import bars, by_table, cost_blocks
 
 REPORT = "report.html"
 METRICS = "metrics.json"
 TEMPLATE = Path(__file__).parent / "report_template.html"
 
 
-def locomo_body(metrics: dict[str, Any], records: Sequence[dict[str, Any]]) -> str:
+def locomo_page(metrics: dict[str, Any], records: Sequence[dict[str, Any]]) -> list[Block]:
     systems = list(metrics)
-    out = ["<h2>Summary (categories 1–4)</h2>"]
-    out.append(
-        table(
-            ["system", "F1", "BLEU-1", "LLM judge", "evidence recall", "n"],
-            [
-                [s] + [metrics[s].get(k) for k in ("f1", "bleu1", "judge", "evidence_recall", "n")]
-                for s in systems
-            ],
-        )
-    )
+    keys = [
+        ("f1", "F1"),
+        ("bleu1", "BLEU-1"),
+        ("judge", "LLM judge"),
+        ("evidence_recall", "evidence recall"),
+        ("n", "n"),
+    ]
     cats = list(dict.fromkeys(c for s in systems for c in (metrics[s].get("by_category") or {})))
-    out.append("<h2>By category</h2>")
-    out.append(
-        panels(
-            [
-                bars(
-                    f"{label} by category",
-                    cats,
-                    {s: [get(metrics[s], "by_category", c, key) for c in cats] for s in systems},
-                    ymax=1.0,
-                )
-                for key, label in (
-                    ("f1", "token F1"),
-                    ("judge", "LLM-judge accuracy"),
-                    ("evidence_recall", "evidence recall"),
-                )
-            ]
-        )
-    )
-    out.append(
-        table(
-            ["category"] + [f"{s} {k}" for s in systems for k in ("F1", "judge")] + ["n"],
-            [
-                [c]
-                + [get(metrics[s], "by_category", c, k) for s in systems for k in ("f1", "judge")]
-                + [get(metrics[systems[0]], "by_category", c, "n")]
-                for c in cats
-            ],
-        )
-    )
-    out.append(cost_section(metrics, records))
-    return "\n".join(out)
+
+    def draw() -> list[str]:
+        return [
+            bars(
+                f"{label} by category",
+                cats,
+                {s: [get(metrics[s], "by_category", c, key) for c in cats] for s in systems},
+                ymax=1.0,
+            )
+            for key, label in (
+                ("f1", "token F1"),
+                ("judge", "LLM-judge accuracy"),
+                ("evidence_recall", "evidence recall"),
+            )
+        ]
+
+    by = [("f1", "F1"), ("judge", "judge"), ("evidence_recall", "evidence recall")]
+    return [
+        Heading("Summary (categories 1–4)"),
+        Table(
+            ["system", *(label for _, label in keys)],
+            [[s, *(metrics[s].get(k) for k, _ in keys)] for s in systems],
+            judged={"LLM judge": ("locomo",)},
+        ),
+        Heading("By category"),
+        Charts(draw),
+        *by_table(metrics, "by_category", "category", by, {"judge": ("locomo",)}),
+        *cost_blocks(metrics, records),
+    ]
 
 
 # --- the file ------------------------------------------------------------------------------
-NAMES = {
-    "halumem": "HaluMem",
-    "locomo": "LoCoMo",
-    "membench": "MemBench",
-    "longmemeval": "LongMemEval",
-    "personamem": "PersonaMem",
-}
-
-
 def benchmark_of(metrics: dict[str, Any]) -> str:
-    """The benchmark a metrics.json is from: its `benchmark` field, else (runs from
-    before that field) LoCoMo when it has categories and HaluMem otherwise."""
-    first: Any = next(iter(metrics.values()), {})
-    if not isinstance(first, dict):
-        return "halumem"
-    if first.get("benchmark") in NAMES:
-        return str(first["benchmark"])
-    return "locomo" if "by_category" in first else "halumem"
+    """The task a metrics.json is from (`task.task_of`)."""
+    from deltamem.bench.task import task_of
+
+    return task_of(metrics)
 
 
-def body_of(kind: str, metrics: dict[str, Any], records: Sequence[dict[str, Any]]) -> str:
-    from deltamem.bench import report_halumem, report_qa
+def page_of(metrics: dict[str, Any], records: Sequence[dict[str, Any]]) -> tuple[str, list[Block]]:
+    """The run's title (the benchmark's name) and page, from its task; a task the
+    registry does not know (one named as package.module:OBJECT) gets the generic
+    page."""
+    from deltamem.bench.report_parts import generic_page
+    from deltamem.bench.task import TASKS, get_task
 
-    bodies = {
-        "halumem": report_halumem.halumem_body,
-        "locomo": locomo_body,
-        "membench": report_qa.membench_body,
-        "longmemeval": report_qa.longmemeval_body,
-        "personamem": report_qa.personamem_body,
-    }
-    return bodies[kind](metrics, records)
+    name = benchmark_of(metrics)
+    if name not in TASKS:
+        return name, generic_page(metrics, records) if metrics else []
+    task = get_task(name)
+    return task.title, task.page(metrics, records) if metrics else []
 
 
 def render(
     metrics: dict[str, Any], records: Sequence[dict[str, Any]], *, title: str | None = None
 ) -> str:
-    kind = benchmark_of(metrics)
-    name = NAMES[kind]
-    body = body_of(kind, metrics, records) if metrics else '<p class="note">No results yet.</p>'
+    name, blocks = page_of(metrics, records)
+    body = rd.html(blocks) if metrics else '<p class="note">No results yet.</p>'
     users = len({r.get("user") for r in records if r.get("kind") == "session"})
     meta = (
         f"{name} · systems: {', '.join(metrics) or '–'}"
@@ -132,7 +108,7 @@ def render(
     )
     page = Template(TEMPLATE.read_text(encoding="utf-8"))
     return page.substitute(
-        title=esc(title or f"deltamem bench · {name}"), meta=esc(meta), body=body
+        title=rd.esc(title or f"deltamem bench · {name}"), meta=rd.esc(meta), body=body
     )
 
 

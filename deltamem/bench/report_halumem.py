@@ -1,8 +1,10 @@
-"""The HaluMem part of report.html: a summary table; bars per system for
+"""The HaluMem page (report.html and `bench tables`): a summary table per task
+(extraction, updating, QA, the judge-free checks); bars per system for
 extraction, updating and QA; QA by question type; figures by session index
 (cumulative QA accuracy when a judge ran; judge-free: state F1, QA evidence
 coverage and cumulative evidence recall per session); cost. A panel with no
-number in it (a judge-free run has no verdicts) is left out, with a note."""
+number in it (a judge-free run has no verdicts) is left out, with a note. Every
+judged column carries its judge's κ (`JUDGED`)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from deltamem.bench.metrics.common import mean
-from deltamem.bench.report_parts import bars, cost_section, esc, get, lines, panels, table
+from deltamem.bench.render import Block, Charts, Heading, Note, Table, get
+from deltamem.bench.report_parts import bars, cost_blocks, lines
 
 EXTRACTION = [
     ("recall", "recall"),
@@ -22,6 +25,17 @@ EXTRACTION = [
     ("state_f1", "state F1"),
 ]
 CHO = [("correct", "C"), ("hallucination", "H"), ("omission", "O")]
+# the judges behind each extraction figure (metrics/halumem.py): recall and FMR are
+# the integrity judge's, accuracy the accuracy judge's, target precision also its
+# `included` flag, F1 all three
+JUDGED: dict[str, tuple[str, ...]] = {
+    "recall": ("integrity",),
+    "weighted recall": ("integrity",),
+    "FMR": ("integrity",),
+    "accuracy": ("accuracy",),
+    "target precision": ("accuracy", "included"),
+    "F1": ("integrity", "accuracy", "included"),
+}
 Record = dict[str, Any]
 
 
@@ -75,44 +89,53 @@ def cumulative_evidence_recall(records: Sequence[Record], system: str) -> list[t
     return out
 
 
-def _summary(metrics: dict[str, Any]) -> list[str]:
+def _summary(metrics: dict[str, Any]) -> list[Block]:
     systems = list(metrics)
-    headers = ["system"] + [label for _, label in EXTRACTION]
-    headers += [f"update {c}" for _, c in CHO] + [f"QA {c}" for _, c in CHO]
-    headers += [
-        "update hit@10",
-        "QA evidence recall@20",
-        "QA evidence coverage@20",
-        "QA answer F1",
-        "errors",
+    cho = ["correct", "hallucination", "omission"]
+    checks = [
+        ("update_hit_at_10", "update hit@10"),
+        ("qa_evidence_recall_at_20", "QA evidence recall@20"),
+        ("qa_evidence_coverage_at_20", "QA evidence coverage@20"),
+        ("qa_answer_f1", "QA answer F1"),
+        ("errors", "errors"),
     ]
-    rows = []
-    for s in systems:
-        m = metrics[s]
-        row: list[Any] = [s] + [get(m, "extraction", k) for k, _ in EXTRACTION]
-        row += [get(m, "update", k) for k, _ in CHO] + [get(m, "qa", k) for k, _ in CHO]
-        row += [
-            get(m, "retrieval", "update_hit_at_10"),
-            get(m, "retrieval", "qa_evidence_recall_at_20"),
-            get(m, "retrieval", "qa_evidence_coverage_at_20"),
-            get(m, "retrieval", "qa_answer_f1"),
-            get(m, "retrieval", "errors"),
-        ]
-        rows.append(row)
-    n_update = ", ".join(f"{s} {get(metrics[s], 'update', 'n')}" for s in systems)
-    n_qa = ", ".join(f"{s} {get(metrics[s], 'qa', 'n')}" for s in systems)
     return [
-        "<h2>Summary</h2>",
-        table(headers, rows),
-        '<p class="note">Shares in [0, 1]; – means not measured (e.g. no judge ran). '
-        f"Judged items: update n = {esc(n_update)}; QA n = {esc(n_qa)}.</p>",
+        Heading("Summary"),
+        Table(
+            ["system", *(label for _, label in EXTRACTION)],
+            [[s, *(get(metrics[s], "extraction", k) for k, _ in EXTRACTION)] for s in systems],
+            title="Memory extraction",
+            judged=JUDGED,
+        ),
+        Table(
+            ["system", *cho, "n"],
+            [[s, *(get(metrics[s], "update", k) for k in [*cho, "n"])] for s in systems],
+            title="Memory updating",
+            judged={k: ("update",) for k in cho},
+        ),
+        Table(
+            ["system", *cho, "n"],
+            [[s, *(get(metrics[s], "qa", k) for k in [*cho, "n"])] for s in systems],
+            title="Question answering",
+            judged={k: ("qa",) for k in cho},
+        ),
+        Table(
+            ["system", *(label for _, label in checks)],
+            [[s, *(get(metrics[s], "retrieval", k) for k, _ in checks)] for s in systems],
+            title="Judge-free retrieval and answer checks",
+        ),
+        Note(
+            "Shares in [0, 1]; – means not measured (e.g. no judge ran); n: items judged. "
+            "state F1 and the retrieval checks are judge-free."
+        ),
     ]
 
 
-def _tasks(metrics: dict[str, Any]) -> list[str]:
+def _tasks(metrics: dict[str, Any]) -> list[Block]:
     systems = list(metrics)
-    figures = panels(
-        [
+
+    def draw() -> list[str]:
+        return [
             bars(
                 "Memory extraction",
                 [label for _, label in EXTRACTION],
@@ -132,18 +155,32 @@ def _tasks(metrics: dict[str, Any]) -> list[str]:
                 ymax=1.0,
             ),
         ]
-    )
-    return ["<h2>Tasks</h2>", figures or '<p class="note">No task figures.</p>']
+
+    return [Heading("Tasks"), Charts(draw, empty="No task figures.")]
 
 
-def _by_type(metrics: dict[str, Any]) -> list[str]:
+def _by_type(metrics: dict[str, Any]) -> list[Block]:
     systems = list(metrics)
     types = sorted({t for s in systems for t in (get(metrics[s], "qa", "by_type") or {})})
-    out = ["<h2>QA by question type</h2>"]
+    out: list[Block] = [Heading("QA by question type")]
     if not types:
-        return [*out, '<p class="note">No questions.</p>']
-    figures = panels(
-        [
+        return [*out, Note("No questions.")]
+    values = [
+        get(metrics[s], "qa", "by_type", t, k) for s in systems for t in types for k, _ in CHO
+    ]
+    if all(v is None for v in values):
+        n = {t: get(metrics[systems[0]], "qa", "by_type", t, "n") for t in types}
+        return [
+            *out,
+            Note(
+                "No QA verdicts (no judge ran): questions by type: "
+                + ", ".join(f"{t} {n[t] or 0}" for t in types)
+                + "."
+            ),
+        ]
+
+    def draw() -> list[str]:
+        return [
             bars(
                 f"QA {label} share by question type",
                 types,
@@ -152,31 +189,28 @@ def _by_type(metrics: dict[str, Any]) -> list[str]:
             )
             for key, label in CHO
         ]
-    )
-    if not figures:
-        n = {t: get(metrics[systems[0]], "qa", "by_type", t, "n") for t in types}
-        return [
-            *out,
-            '<p class="note">No QA verdicts (no judge ran): questions by type: '
-            + esc(", ".join(f"{t} {n[t] or 0}" for t in types))
-            + ".</p>",
-        ]
-    out.append(figures)
-    out.append(
-        table(
-            ["question type"] + [f"{s} {c}" for s in systems for _, c in CHO] + ["n"],
-            [
-                [t]
-                + [get(metrics[s], "qa", "by_type", t, k) for s in systems for k, _ in CHO]
-                + [get(metrics[systems[0]], "qa", "by_type", t, "n")]
-                for t in types
-            ],
-        )
-    )
-    return out
+
+    headers = ["question type"] + [f"{s} {c}" for s in systems for _, c in CHO] + ["n"]
+    rows = [
+        [t]
+        + [get(metrics[s], "qa", "by_type", t, k) for s in systems for k, _ in CHO]
+        + [get(metrics[systems[0]], "qa", "by_type", t, "n")]
+        for t in types
+    ]
+    judged = {h: ("qa",) for h in headers[1:-1]}
+    return [
+        *out,
+        Charts(draw),
+        Table(
+            headers,
+            rows,
+            title="QA correct (C), hallucination (H), omission (O) by question type",
+            judged=judged,
+        ),
+    ]
 
 
-def _over_sessions(metrics: dict[str, Any], records: Sequence[Record]) -> list[str]:
+def _over_sessions(metrics: dict[str, Any], records: Sequence[Record]) -> list[Block]:
     systems = list(metrics)
     cumulative = {
         s: [
@@ -185,8 +219,9 @@ def _over_sessions(metrics: dict[str, Any], records: Sequence[Record]) -> list[s
         ]
         for s in systems
     }
-    figures = panels(
-        [
+
+    def draw() -> list[str]:
+        return [
             lines(
                 "Cumulative QA accuracy by session index",
                 cumulative,
@@ -212,39 +247,37 @@ def _over_sessions(metrics: dict[str, Any], records: Sequence[Record]) -> list[s
                 ymax=1.0,
             ),
         ]
-    )
-    out = ["<h2>Over sessions</h2>"]
+
+    out: list[Block] = [Heading("Over sessions")]
     if not any(cumulative.values()):
-        out.append('<p class="note">No judged questions: no cumulative QA accuracy.</p>')
-    return [*out, figures]
+        out.append(Note("No judged questions: no cumulative QA accuracy."))
+    return [*out, Charts(draw)]
 
 
-def _by_memory_type(metrics: dict[str, Any]) -> list[str]:
+def _by_memory_type(metrics: dict[str, Any]) -> list[Block]:
     systems = list(metrics)
     mtypes = sorted(
         {t for s in systems for t in (get(metrics[s], "extraction", "by_memory_type") or {})}
     )
     if not mtypes:
         return []
+    keys = [("recall", "recall"), ("weighted_recall", "weighted recall"), ("fmr", "FMR")]
     rows = [
         [t]
-        + [
-            get(metrics[s], "extraction", "by_memory_type", t, k)
-            for s in systems
-            for k in ("recall", "weighted_recall", "fmr")
-        ]
+        + [get(metrics[s], "extraction", "by_memory_type", t, k) for s in systems for k, _ in keys]
         for t in mtypes
     ]
     if all(v is None for row in rows for v in row[1:]):
         return []
-    headers = ["memory type"] + [
-        f"{s} {k}" for s in systems for k in ("recall", "weighted recall", "FMR")
+    headers = ["memory type"] + [f"{s} {label}" for s in systems for _, label in keys]
+    judged = {h: ("integrity",) for h in headers[1:]}
+    return [
+        Heading("Extraction by memory type"),
+        Table(headers, rows, title="Extraction by memory type", judged=judged),
     ]
-    return ["<h2>Extraction by memory type</h2>", table(headers, rows)]
 
 
-def halumem_body(metrics: dict[str, Any], records: Sequence[Record]) -> str:
+def halumem_page(metrics: dict[str, Any], records: Sequence[Record]) -> list[Block]:
     out = _summary(metrics) + _tasks(metrics) + _by_type(metrics)
     out += _over_sessions(metrics, records) + _by_memory_type(metrics)
-    out.append(cost_section(metrics, records))
-    return "\n".join(out)
+    return out + cost_blocks(metrics, records)

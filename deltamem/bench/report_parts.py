@@ -1,34 +1,20 @@
-"""The pieces every benchmark's report body is made of: escaping and number
-formats, tables, charts (matplotlib, drawn in `charts.py` and imported only when
-a chart is drawn) and the cost section. `report.py` puts a run's page together;
-`report_halumem.py` and `report_qa.py` write the bodies."""
+"""The pieces every benchmark's page is made of (blocks of `render.py`): charts
+(matplotlib, drawn in `charts.py` and imported only when a chart is drawn), tables
+of a metric by group, the cost section, and the page of a benchmark that writes
+none of its own (`generic_page`). `report.py` puts a run's page together;
+`report_halumem.py` and `report_qa.py` describe the pages of the benchmarks."""
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from deltamem.bench.render import Block, Charts, Heading, Note, Table, get, panels
+
 Num = float | int | None
-
-
-def esc(x: object) -> str:
-    return html.escape(str(x), quote=True)
-
-
-def fmt(v: Any, digits: int = 3) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "–"
-        return f"{v:.{digits}f}" if abs(v) < 100 else f"{v:,.0f}"
-    return esc(v)
+Record = dict[str, Any]
+__all__ = ["bar_chart", "bars", "get", "line_chart", "lines", "panels"]
 
 
 def _num(v: Any) -> float | None:
@@ -54,17 +40,6 @@ def line_chart(title: str, series: Mapping[str, Sequence[tuple[float, float]]], 
     return charts.line_chart(title, series, **kw)
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    body = "".join(
-        "<tr>"
-        + "".join(f"<td>{fmt(v) if not isinstance(v, str) else esc(v)}</td>" for v in r)
-        + "</tr>"
-        for r in rows
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def bars(title: str, groups: Sequence[str], series: dict[str, Sequence[Num]], **kw: Any) -> str:
     """`bar_chart` over the groups some series has a value for; "" when none has any
     (a panel of dashes says nothing: it is left out)."""
@@ -82,20 +57,6 @@ def bars(title: str, groups: Sequence[str], series: dict[str, Sequence[Num]], **
 def lines(title: str, series: Mapping[str, Sequence[tuple[float, float]]], **kw: Any) -> str:
     """`line_chart`, or "" when no series has a point."""
     return line_chart(title, series, **kw) if any(series.values()) else ""
-
-
-def panels(figures: Sequence[str]) -> str:
-    """The non-empty figures side by side; "" when all are empty."""
-    kept = [f for f in figures if f]
-    return '<div class="charts">' + "\n".join(kept) + "</div>" if kept else ""
-
-
-def get(d: Any, *path: str) -> Any:
-    for p in path:
-        if not isinstance(d, dict):
-            return None
-        d = d.get(p)
-    return d
 
 
 # --- per-session series from the log ---------------------------------------------------
@@ -121,80 +82,149 @@ def session_costs(records: Sequence[dict[str, Any]], system: str) -> list[dict[s
     return out
 
 
-def cost_section(metrics: dict[str, Any], records: Sequence[dict[str, Any]]) -> str:
+COST = [
+    ("sessions", "sessions"),
+    ("llm_calls_per_session", "LLM calls / session"),
+    ("prompt_tokens_per_session", "prompt tokens / session"),
+    ("completion_tokens_per_session", "completion tokens / session"),
+    ("session_tokens_per_session", "dialogue tokens / session"),
+    ("write_amplification", "write amplification"),
+    ("write_amplification_uncached", "write ampl. (uncached)"),
+    ("qpm", "qpm"),
+    ("add_seconds_per_session", "add s / session"),
+    ("seconds_per_search", "s / search"),
+]
+
+
+def cost_blocks(metrics: dict[str, Any], records: Sequence[Record]) -> list[Block]:
+    """Time and tokens per session: a table, what its ratios mean, and per-session
+    lines (report.html)."""
     systems = list(metrics)
-    rows = []
-    for s in systems:
-        c = metrics[s].get("cost") or {}
-        rows.append(
-            [
-                s,
-                c.get("sessions"),
-                c.get("llm_calls_per_session"),
-                c.get("prompt_tokens_per_session"),
-                c.get("completion_tokens_per_session"),
-                c.get("session_tokens_per_session"),
-                c.get("write_amplification"),
-                c.get("write_amplification_uncached"),
-                c.get("qpm"),
-                c.get("add_seconds_per_session"),
-                c.get("seconds_per_search"),
-            ]
-        )
-    out = ["<h2>Cost</h2>"]
-    out.append(
-        table(
-            [
-                "system",
-                "sessions",
-                "LLM calls / session",
-                "prompt tokens / session",
-                "completion tokens / session",
-                "dialogue tokens / session",
-                "write amplification",
-                "write ampl. (uncached)",
-                "qpm",
-                "add s / session",
-                "s / search",
-            ],
-            rows,
-        )
-    )
-    out.append(
-        '<p class="note">write amplification = prompt tokens the LLM read while adding ÷ '
-        "tokens of the sessions; qpm = write-path search queries ÷ memories stored "
-        "(adds + updates).</p>"
-    )
-    per = {s: session_costs(records, s) for s in systems}
-    out.append(
-        panels(
-            [
-                lines(
-                    "Time to add a session (s), by session index",
-                    {s: [(p["session"], p["add_seconds"]) for p in per[s]] for s in systems},
-                    xlabel="session index",
-                ),
-                lines(
-                    "Prompt tokens per session, by session index",
-                    {s: [(p["session"], p["prompt_tokens"]) for p in per[s]] for s in systems},
-                    xlabel="session index",
-                ),
-                bars(
-                    "Tokens per session (mean)",
-                    ["prompt", "completion", "dialogue"],
-                    {
-                        s: [
-                            get(metrics[s], "cost", "prompt_tokens_per_session"),
-                            get(metrics[s], "cost", "completion_tokens_per_session"),
-                            get(metrics[s], "cost", "session_tokens_per_session"),
-                        ]
-                        for s in systems
-                    },
-                ),
-            ]
-        )
-    )
-    return "\n".join(out)
+
+    def draw() -> list[str]:
+        per = {s: session_costs(records, s) for s in systems}
+        return [
+            lines(
+                "Time to add a session (s), by session index",
+                {s: [(p["session"], p["add_seconds"]) for p in per[s]] for s in systems},
+                xlabel="session index",
+            ),
+            lines(
+                "Prompt tokens per session, by session index",
+                {s: [(p["session"], p["prompt_tokens"]) for p in per[s]] for s in systems},
+                xlabel="session index",
+            ),
+            bars(
+                "Tokens per session (mean)",
+                ["prompt", "completion", "dialogue"],
+                {
+                    s: [
+                        get(metrics[s], "cost", "prompt_tokens_per_session"),
+                        get(metrics[s], "cost", "completion_tokens_per_session"),
+                        get(metrics[s], "cost", "session_tokens_per_session"),
+                    ]
+                    for s in systems
+                },
+            ),
+        ]
+
+    return [
+        Heading("Cost"),
+        Table(
+            ["system", *(label for _, label in COST)],
+            [[s, *(get(metrics[s], "cost", k) for k, _ in COST)] for s in systems],
+            title="Cost per session",
+        ),
+        Note(
+            "write amplification = prompt tokens the LLM read while adding ÷ tokens of the "
+            "sessions; qpm = write-path search queries ÷ memories stored (adds + updates)."
+        ),
+        Charts(draw),
+    ]
 
 
-# --- LoCoMo ------------------------------------------------------------------------------
+# --- a metric by group (question type, category, ...) -------------------------------------
+def groups(metrics: dict[str, Any], field: str) -> list[str]:
+    """The groups of `metrics[system][field]`, in first-seen order over the systems."""
+    return list(dict.fromkeys(g for m in metrics.values() for g in (m.get(field) or {})))
+
+
+def by_chart(metrics: dict[str, Any], field: str, value: str, title: str) -> str:
+    """Bars of `value` per group of `metrics[system][field]`, one series per system."""
+    gs = groups(metrics, field)
+    return bars(
+        title,
+        gs,
+        {s: [get(m, field, g, value) for g in gs] for s, m in metrics.items()},
+        ymax=1.0,
+    )
+
+
+def by_table(
+    metrics: dict[str, Any],
+    field: str,
+    label: str,
+    values: Sequence[tuple[str, str]],
+    judged: Mapping[str, tuple[str, ...]] | None = None,
+) -> list[Block]:
+    """One table: the groups of `field` as rows, each system's `values` as columns
+    (`(key, label)` pairs; `judged`: key -> judges), and n. [] without groups."""
+    gs = groups(metrics, field)
+    if not gs:
+        return []
+    judged = judged or {}
+    headers = [label] + [f"{s} {name}" for s in metrics for _, name in values] + ["n"]
+    first = next(iter(metrics))
+    rows = [
+        [g]
+        + [get(m, field, g, k) for m in metrics.values() for k, _ in values]
+        + [get(metrics[first], field, g, "n")]
+        for g in gs
+    ]
+    marks = {f"{s} {name}": judged[k] for s in metrics for k, name in values if k in judged}
+    names = [name for _, name in values]
+    title = f"{', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else names[0]
+    return [Table(headers, rows, title=f"{title} by {label}", judged=marks)]
+
+
+# --- a benchmark without a page of its own ------------------------------------------------
+def _numbers(m: dict[str, Any]) -> list[str]:
+    return [k for k, v in m.items() if _num(v) is not None]
+
+
+def generic_page(
+    metrics: dict[str, Any],
+    records: Sequence[Record],
+    judged: Mapping[str, tuple[str, ...]] | None = None,
+) -> list[Block]:
+    """Every top-level number of the systems' metrics in one table, each `by_*`
+    grouping as a table of its numbers, then the cost section: what a new benchmark
+    shows until it describes a page of its own."""
+    systems = list(metrics)
+    keys = list(dict.fromkeys(k for s in systems for k in _numbers(metrics[s])))
+    out: list[Block] = [
+        Heading("Summary"),
+        Table(
+            ["system", *keys],
+            [[s, *(metrics[s].get(k) for k in keys)] for s in systems],
+            judged={k: v for k, v in (judged or {}).items() if k in keys},
+        ),
+    ]
+    fields = [
+        k
+        for k in dict.fromkeys(k for m in metrics.values() for k in m)
+        if k.startswith("by_") and all(isinstance(m.get(k) or {}, dict) for m in metrics.values())
+    ]
+    for f in fields:
+        inner = [
+            v
+            for m in metrics.values()
+            for g in (m.get(f) or {}).values()
+            if isinstance(g, dict)
+            for v in _numbers(g)
+            if v != "n"
+        ]
+        values = [(k, k) for k in dict.fromkeys(inner)]
+        if values:
+            out += by_table(metrics, f, f.removeprefix("by_").replace("_", " "), values, judged)
+    return out + cost_blocks(metrics, records)

@@ -1,54 +1,25 @@
-"""The MemBench, LongMemEval and PersonaMem parts of report.html.
+"""The MemBench, LongMemEval and PersonaMem pages (report.html and `bench tables`).
 
-MemBench: accuracy, recall@k and timing per system; accuracy by scenario, level
-and question type; recall@k; capacity (accuracy by history length). LongMemEval:
-judge accuracy (when a judge ran), token F1 and session / turn recall, overall,
-on abstention questions and by question type. PersonaMem: accuracy overall, by
-question type and by topic. Each ends with the cost section; panels without a
-number are left out."""
+MemBench: accuracy, recall@k and timing per system; accuracy and recall by
+scenario, level and question type; capacity (accuracy by history length).
+LongMemEval: judge accuracy (when a judge ran, with its κ), token F1 and session /
+turn recall, overall, on abstention questions and by question type. PersonaMem:
+accuracy overall, by question type and by topic. Each ends with the cost section;
+panels without a number are left out."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from deltamem.bench.report_parts import bars, cost_section, get, panels, table
+from deltamem.bench.render import Block, Charts, Heading, Note, Table, get
+from deltamem.bench.report_parts import bars, by_chart, by_table, cost_blocks
 
 Record = dict[str, Any]
 
 
-def _groups(metrics: dict[str, Any], field: str) -> list[str]:
-    return list(dict.fromkeys(g for m in metrics.values() for g in (m.get(field) or {})))
-
-
-def by_chart(metrics: dict[str, Any], field: str, value: str, title: str) -> str:
-    """Bars of `value` per group of `metrics[system][field]`, one series per system."""
-    groups = _groups(metrics, field)
-    return bars(
-        title,
-        groups,
-        {s: [get(m, field, g, value) for g in groups] for s, m in metrics.items()},
-        ymax=1.0,
-    )
-
-
-def by_table(metrics: dict[str, Any], field: str, label: str, values: Sequence[str]) -> str:
-    groups = _groups(metrics, field)
-    if not groups:
-        return ""
-    headers = [label] + [f"{s} {v}" for s in metrics for v in values] + ["n"]
-    first = next(iter(metrics))
-    rows = [
-        [g]
-        + [get(m, field, g, v) for m in metrics.values() for v in values]
-        + [get(metrics[first], field, g, "n")]
-        for g in groups
-    ]
-    return table(headers, rows)
-
-
 # --- MemBench ---------------------------------------------------------------------------
-def membench_body(metrics: dict[str, Any], records: Sequence[Record]) -> str:
+def membench_page(metrics: dict[str, Any], records: Sequence[Record]) -> list[Block]:
     systems = list(metrics)
     ks = list(dict.fromkeys(k for m in metrics.values() for k in (m.get("recall_at_k") or {})))
     headers = ["system", "accuracy", *(f"recall@{k}" for k in ks), "n"]
@@ -66,28 +37,34 @@ def membench_body(metrics: dict[str, Any], records: Sequence[Record]) -> str:
         ]
         for s, m in metrics.items()
     ]
-    out = ["<h2>Summary</h2>", table(headers, rows)]
-    out.append(
-        '<p class="note">accuracy: the chosen letter is the ground truth; recall@k: share of '
-        "target_step_id among the steps the first k retrieved items came from.</p>"
-    )
-    out.append("<h2>Accuracy</h2>")
-    out.append(
-        panels(
-            [
-                by_chart(metrics, "by_scenario", "accuracy", "Accuracy by scenario"),
-                by_chart(metrics, "by_level", "accuracy", "Accuracy by memory level"),
-                by_chart(metrics, "by_qa_type", "accuracy", "Accuracy by question type"),
-                bars(
-                    "Recall@k of the target steps",
-                    [f"@{k}" for k in ks],
-                    {s: [get(metrics[s], "recall_at_k", k) for k in ks] for s in systems},
-                    ymax=1.0,
-                ),
-            ]
-        )
-    )
-    out.append(by_table(metrics, "by_qa_type", "question type", ("accuracy", "recall")))
+
+    def draw() -> list[str]:
+        return [
+            by_chart(metrics, "by_scenario", "accuracy", "Accuracy by scenario"),
+            by_chart(metrics, "by_level", "accuracy", "Accuracy by memory level"),
+            by_chart(metrics, "by_qa_type", "accuracy", "Accuracy by question type"),
+            bars(
+                "Recall@k of the target steps",
+                [f"@{k}" for k in ks],
+                {s: [get(metrics[s], "recall_at_k", k) for k in ks] for s in systems},
+                ymax=1.0,
+            ),
+        ]
+
+    values = [("accuracy", "accuracy"), ("recall", "recall")]
+    out: list[Block] = [
+        Heading("Summary"),
+        Table(headers, rows),
+        Note(
+            "accuracy: the chosen letter is the ground truth (no judge); recall@k: share of "
+            "target_step_id among the steps the first k retrieved items came from."
+        ),
+        Heading("Accuracy"),
+        Charts(draw),
+        *by_table(metrics, "by_scenario", "scenario", values),
+        *by_table(metrics, "by_level", "level", values),
+        *by_table(metrics, "by_qa_type", "question type", values),
+    ]
     buckets = list(
         dict.fromkeys(b["bucket"] for m in metrics.values() for b in m.get("capacity") or [])
     )
@@ -99,32 +76,27 @@ def membench_body(metrics: dict[str, Any], records: Sequence[Record]) -> str:
             )
             return row.get(key)
 
-        out.append("<h2>Capacity</h2>")
-        out.append(
-            panels(
-                [
-                    bars(
-                        "Accuracy by history length (steps before the question)",
-                        buckets,
-                        {s: [cap(s, b, "accuracy") for b in buckets] for s in systems},
-                        ymax=1.0,
-                    )
-                ]
-            )
-        )
-        out.append(
-            table(
-                ["history (steps)"]
-                + [f"{s} {k}" for s in systems for k in ("accuracy", "n", "tokens")],
-                [
-                    [b]
-                    + [cap(s, b, k) for s in systems for k in ("accuracy", "n", "history_tokens")]
-                    for b in buckets
-                ],
-            )
-        )
-    out.append(cost_section(metrics, records))
-    return "\n".join(out)
+        def draw_capacity() -> list[str]:
+            return [
+                bars(
+                    "Accuracy by history length (steps before the question)",
+                    buckets,
+                    {s: [cap(s, b, "accuracy") for b in buckets] for s in systems},
+                    ymax=1.0,
+                )
+            ]
+
+        keys = ("accuracy", "n", "history_tokens")
+        out += [
+            Heading("Capacity"),
+            Charts(draw_capacity),
+            Table(
+                ["history (steps)"] + [f"{s} {k}" for s in systems for k in keys],
+                [[b] + [cap(s, b, k) for s in systems for k in keys] for b in buckets],
+                title="Capacity: accuracy by history length (steps)",
+            ),
+        ]
+    return out + cost_blocks(metrics, records)
 
 
 # --- LongMemEval ------------------------------------------------------------------------
@@ -134,9 +106,11 @@ LME = [
     ("session_recall", "session recall"),
     ("turn_recall", "turn recall"),
 ]
+# the judge set's QA judge gives LongMemEval's verdicts
+LME_JUDGED = {"accuracy": ("qa",)}
 
 
-def longmemeval_body(metrics: dict[str, Any], records: Sequence[Record]) -> str:
+def longmemeval_page(metrics: dict[str, Any], records: Sequence[Record]) -> list[Block]:
     headers = ["system", *(label for _, label in LME)]
     headers += ["abstention accuracy", "abstention F1", "n", "errors"]
     rows = [
@@ -150,23 +124,28 @@ def longmemeval_body(metrics: dict[str, Any], records: Sequence[Record]) -> str:
         ]
         for s, m in metrics.items()
     ]
-    out = ["<h2>Summary</h2>", table(headers, rows)]
-    out.append(
-        '<p class="note">judge accuracy needs --judge (– without one); token F1 is judge-free '
-        "(abstention questions: 1 when the answer declines); recall: share of the answer "
-        "sessions / has_answer turns the retrieved items came from.</p>"
-    )
-    out.append("<h2>By question type</h2>")
-    out.append(
-        panels([by_chart(metrics, "by_type", k, f"{label} by question type") for k, label in LME])
-    )
-    out.append(by_table(metrics, "by_type", "question type", [k for k, _ in LME]))
-    out.append(cost_section(metrics, records))
-    return "\n".join(out)
+
+    def draw() -> list[str]:
+        return [by_chart(metrics, "by_type", k, f"{label} by question type") for k, label in LME]
+
+    judged = {"judge accuracy": ("qa",), "abstention accuracy": ("qa",)}
+    return [
+        Heading("Summary"),
+        Table(headers, rows, judged=judged),
+        Note(
+            "judge accuracy needs --judge (– without one); token F1 is judge-free "
+            "(abstention questions: 1 when the answer declines); recall: share of the answer "
+            "sessions / has_answer turns the retrieved items came from."
+        ),
+        Heading("By question type"),
+        Charts(draw),
+        *by_table(metrics, "by_type", "question type", LME, LME_JUDGED),
+        *cost_blocks(metrics, records),
+    ]
 
 
 # --- PersonaMem -------------------------------------------------------------------------
-def personamem_body(metrics: dict[str, Any], records: Sequence[Record]) -> str:
+def personamem_page(metrics: dict[str, Any], records: Sequence[Record]) -> list[Block]:
     rows = [
         [
             s,
@@ -179,16 +158,21 @@ def personamem_body(metrics: dict[str, Any], records: Sequence[Record]) -> str:
         for s, m in metrics.items()
     ]
     headers = ["system", "accuracy", "n", "read s / question", "answer s / question", "errors"]
-    out = ["<h2>Summary</h2>", table(headers, rows)]
-    out.append("<h2>By question type</h2>")
-    out.append(
-        panels(
-            [
-                by_chart(metrics, "by_type", "accuracy", "Accuracy by question type"),
-                by_chart(metrics, "by_topic", "accuracy", "Accuracy by topic"),
-            ]
-        )
-    )
-    out.append(by_table(metrics, "by_type", "question type", ("accuracy",)))
-    out.append(cost_section(metrics, records))
-    return "\n".join(out)
+
+    def draw() -> list[str]:
+        return [
+            by_chart(metrics, "by_type", "accuracy", "Accuracy by question type"),
+            by_chart(metrics, "by_topic", "accuracy", "Accuracy by topic"),
+        ]
+
+    accuracy = [("accuracy", "accuracy")]
+    return [
+        Heading("Summary"),
+        Table(headers, rows),
+        Note("accuracy: the chosen letter is the correct one (no judge)."),
+        Heading("By question type"),
+        Charts(draw),
+        *by_table(metrics, "by_type", "question type", accuracy),
+        *by_table(metrics, "by_topic", "topic", accuracy),
+        *cost_blocks(metrics, records),
+    ]

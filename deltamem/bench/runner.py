@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from deltamem.bench.answering import error_text
 from deltamem.bench.datasets import BenchSession
@@ -20,11 +20,20 @@ from deltamem.bench.report import METRICS, write_report_safely
 from deltamem.bench.systems import MemorySystem, Retrieved, make_system
 from deltamem.bench.systems.base import SESSION_COST_KEYS, starts_empty
 from deltamem.bench.systems.turns import TurnSystem
+from deltamem.bench.task import TaskError
 from deltamem.embed import Embedder
 from deltamem.llm.base import LLM
 
 Progress = Callable[[str, int], None]  # (description, items advanced)
 Make = Callable[[str, Path], MemorySystem]
+T = TypeVar("T")
+
+
+def required(model: T | None, what: str) -> T:
+    """A model the run cannot do without (`what` needs it), or a clear error."""
+    if model is None:
+        raise TaskError(f"{what} needs a model, and none was given")
+    return model
 
 
 def tick(progress: Progress | None, what: str) -> None:
@@ -37,8 +46,8 @@ def each_system(
     names: Sequence[str],
     out: Path,
     resume: bool,
-    llm: LLM,
-    embedder: Embedder,
+    llm: LLM | None,
+    embedder: Embedder | None,
     make: Make | None = None,
 ) -> Iterator[tuple[MemorySystem, bool]]:
     """Each system in turn (closed after use) and whether its users must be reset
@@ -48,7 +57,11 @@ def each_system(
         work = out / "systems" / name
         if not resume and work.exists():
             shutil.rmtree(work)
-        system = make(name, work) if make else make_system(name, llm, embedder, work)
+        if make is not None:
+            system = make(name, work)
+        else:
+            what = f"system {name}"
+            system = make_system(name, required(llm, what), required(embedder, what), work)
         try:
             yield system, not resume and starts_empty(system, names[:i])
         finally:

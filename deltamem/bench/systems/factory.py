@@ -1,9 +1,13 @@
-"""Building systems by name for the runners and the CLI."""
+"""Building systems by name for the runners and the CLI: a built-in name of
+`SYSTEMS`, or `package.module:ClassName`, any `MemorySystem` subclass from outside
+(docs/bench.md, "Plugging in a system")."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from deltamem.bench.systems.base import MemorySystem
 from deltamem.bench.systems.deltamem_system import DeltamemSystem
@@ -40,8 +44,52 @@ def _mem0(llm: LLM, embedder: Embedder, work: Path) -> MemorySystem:
     return Mem0System(llm, embedder, work / "mem0")
 
 
+class SystemSpecError(ValueError):
+    """A `package.module:ClassName` that does not name a usable MemorySystem."""
+
+
+def system_class(spec: str) -> type[MemorySystem]:
+    """The class `package.module:ClassName` names, checked to be a concrete
+    `MemorySystem` (the module is imported; the current directory is searched too)."""
+    from deltamem.bench.task import TaskError, load_object
+
+    try:
+        obj = load_object(spec, "system")
+    except TaskError as exc:
+        raise SystemSpecError(str(exc)) from exc
+    if not (isinstance(obj, type) and issubclass(obj, MemorySystem)):
+        raise SystemSpecError(
+            f"system {spec!r} is not a MemorySystem: subclass "
+            "deltamem.bench.systems.MemorySystem and write _reset, _add_session, "
+            "_session_memories and _search (docs/bench.md)"
+        )
+    if inspect.isabstract(obj):
+        missing = ", ".join(sorted(getattr(obj, "__abstractmethods__", ())))
+        raise SystemSpecError(f"system {spec!r} does not write {missing}")
+    return obj
+
+
+def plugged_system(spec: str, llm: LLM, embedder: Embedder, workdir: Path) -> MemorySystem:
+    """An instance of the class `spec` names, given those of `llm`, `embedder` and
+    `workdir` its constructor takes (by name); named after the class unless it sets
+    `name` itself."""
+    cls = system_class(spec)
+    params = inspect.signature(cls).parameters.values()
+    anything = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+    takes = {p.name for p in params}
+    given: dict[str, Any] = {"llm": llm, "embedder": embedder, "workdir": workdir}
+    system = cls(**{k: v for k, v in given.items() if anything or k in takes})
+    if system.name == MemorySystem.name:
+        system.name = cls.__name__
+    return system
+
+
 def make_system(name: str, llm: LLM, embedder: Embedder, workdir: Path) -> MemorySystem:
-    """A fresh system; `workdir` is where it may keep files (created if needed)."""
+    """A fresh system; `workdir` is where it may keep files (created if needed).
+    `name` is a built-in one or `package.module:ClassName`."""
+    if ":" in name:
+        workdir.mkdir(parents=True, exist_ok=True)
+        return plugged_system(name, llm, embedder, workdir)
     if name not in SYSTEMS:
         raise ValueError(f"unknown system {name!r}; choose from {', '.join(SYSTEMS)}")
     workdir.mkdir(parents=True, exist_ok=True)
