@@ -129,3 +129,13 @@ def test_the_decide_stage_shares_one_duplicate_threshold() -> None:
     cut = RULES["RESTATES_KNOWN"].thresholds["cosine"]
     assert resolve.DUPLICATE == agent.NEAR_DUPLICATE == cut
     assert DEFAULT.on("RESTATES_KNOWN")
+
+
+def test_a_fact_cut_from_its_subject_gets_the_person_back_in_any_language() -> None:
+    from deltamem.manager.extract import reply_facts
+
+    reply = {"facts": ["Ana Ruiz es una enfermera. trabaja en el Hospital La Paz de Madrid."]}
+    assert reply_facts(reply, "Ana Ruiz") == [
+        "Ana Ruiz es una enfermera.",
+        "Ana Ruiz trabaja en el Hospital La Paz de Madrid.",
+    ]

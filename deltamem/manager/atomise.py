@@ -65,10 +65,14 @@ _I_AM = re.compile(r"^(?:I am|I'm)\s+(?=\w)")
 
 def name_subject(sentence: str, subject: str) -> str:
     """A sentence about the person that opens with a pronoun ("She", "Her", "They",
-    "Their", and the user's own "My ..." or "I am ...") gets `subject` back, so it
-    names the person and stands on its own; the person's own "I work ..." is told
-    of them (`in_third_person`)."""
+    "Their", and the user's own "My ..." or "I am ...") or with no subject at all
+    (in lower case) gets `subject` back, so it names the person and stands on its
+    own; the person's own "I work ..." is told of them (`in_third_person`)."""
     s = sentence.strip().replace("’", "'")
+    if s[:1].islower() and subject.lower() not in s.lower():
+        # a fact cut from its subject opens in lower case, in any language ("trabaja
+        # en el Hospital La Paz", "loves the beaches there"): it is the person's
+        s = f"{subject} {s}"
     s = _PRONOUN.sub(subject + " ", s)
     s = _POSSESSIVE.sub(subject + "'s ", s)
     s = _THEIR.sub(subject + "'s ", s)
