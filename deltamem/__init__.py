@@ -3,6 +3,7 @@
 from deltamem.aio import AsyncClient, AsyncMemory
 from deltamem.answer import Answer
 from deltamem.client import Client, Job, ServiceError
+from deltamem.expiry import ExpiryConfig
 from deltamem.llm.base import LLMError
 from deltamem.llm.factory import LLMConfig
 from deltamem.manager.agent import ManagerConfig
@@ -27,6 +28,7 @@ __all__ = [
     "AsyncClient",
     "AsyncMemory",
     "Client",
+    "ExpiryConfig",
     "HistoryEntry",
     "InvalidEdit",
     "InvalidSession",

@@ -22,6 +22,7 @@ from deltamem.cli.render import (
     out,
 )
 from deltamem.cli.sessions_file import SessionFileError, SessionInput, read_sessions
+from deltamem.expiry import parse_duration
 from deltamem.ids import (
     MAX_ID_CHARS,
     MAX_USER_ID_CHARS,
@@ -88,6 +89,25 @@ ConcurrencyOpt = typer.Option(
     min=1,
     help="Users the worker processes at once (one session at a time per user), so that "
     "one user's slow or hung model does not hold back the others.",
+)
+
+
+def _secs(value: str | None) -> float | None:
+    """A duration option ('1h', '30m') in seconds (exit code 2 if unreadable)."""
+    if value is None or not value.strip():
+        return None
+    try:
+        return parse_duration(value).total_seconds()
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--sweep-every") from exc
+
+
+SweepOpt = typer.Option(
+    None,
+    "--sweep-every",
+    envvar="DELTAMEM_SWEEP_EVERY",
+    help="Delete the expired memories every so often (1h, 30m, 1d), as `deltamem sweep` "
+    "does; default: never here.",
 )
 
 
@@ -168,6 +188,10 @@ def _content_hash(s: SessionInput, user_id: str) -> str:
         ts = parse_time(s.timestamp) if s.timestamp is not None else None
     except ValueError as exc:
         raise InvalidSession(str(exc)) from exc
+    try:
+        parse_time(s.expires_at) if s.expires_at is not None else None
+    except ValueError as exc:
+        raise InvalidSession(f"expires_at: {exc}") from exc
     return session_hash(msgs, ts or next((m.timestamp for m in msgs if m.timestamp), None))
 
 
@@ -227,6 +251,7 @@ def add(
                 timestamp=s.timestamp,
                 agent_id=s.agent_id,
                 infer=infer,
+                expires_at=s.expires_at,
             )
         except (InvalidSession, SessionConflict) as exc:
             fail(f"{s.where}: {exc} (nothing from this file was processed)")
@@ -277,6 +302,22 @@ def _report_deferred(logged: list[SessionRecord], as_json: bool) -> None:
         f"{len(logged)} session(s) stored verbatim, {waiting} waiting for inference "
         "(`deltamem resume` processes them)"
     )
+
+
+@app.command()
+def sweep(
+    user: str | None = typer.Option(
+        None, "--user", "-u", help="Only this user's memories (default: all).", callback=_user_id
+    ),
+    as_json: bool = JsonFlag,
+) -> None:
+    """Delete for good the memories whose expiry has passed (each with a `delete` by
+    "expiry" in its history). Expired memories are out of search already."""
+    gone = memory().sweep_expired(user)
+    if as_json:
+        emit_json(gone)  # each memory as it was
+    else:
+        out.print(f"{len(gone)} expired memories deleted", markup=False)
 
 
 @app.command()
@@ -601,6 +642,7 @@ def serve(
         None, "--keys", help="key1=tenantA,key2=tenantB or @file (else DELTAMEM_API_KEYS)"
     ),
     concurrency: int = ConcurrencyOpt,
+    sweep_every: str | None = SweepOpt,
 ) -> None:
     """REST API and the memory inspector (/ui) with a background worker, on the
     embedded defaults."""
@@ -613,7 +655,7 @@ def serve(
         llm_spec=OPTS.llm_config,
         keys=keys,
         embedder_spec=OPTS.embedder,
-        worker_settings=WorkerSettings(concurrency=concurrency),
+        worker_settings=WorkerSettings(concurrency=concurrency, sweep_every=_secs(sweep_every)),
     )
 
 
@@ -651,6 +693,7 @@ def ui(
 def worker(
     once: bool = typer.Option(False, "--once", help="Process what is pending, then exit."),
     concurrency: int = ConcurrencyOpt,
+    sweep_every: str | None = SweepOpt,
 ) -> None:
     """An extra worker on a shared store (SQLite file or PostgreSQL URL): run as many
     as you like, in as many processes or machines; they share the session log."""
@@ -661,7 +704,7 @@ def worker(
         OPTS.llm_config,
         embedder_spec=OPTS.embedder,
         once=once,
-        worker_settings=WorkerSettings(concurrency=concurrency),
+        worker_settings=WorkerSettings(concurrency=concurrency, sweep_every=_secs(sweep_every)),
     )
     if once:
         typer.echo(f"{handled} session(s) handled")

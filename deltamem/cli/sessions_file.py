@@ -2,8 +2,9 @@
 
 Accepted shapes: one session object, a JSON list of them, or JSONL with one per
 line. A session object is {user_id?, session_id?, agent_id?, timestamp?,
-messages: [{role, content, timestamp?, name?}]}; a bare list of messages is one
-session. Problems are reported with the file, line or item they are in.
+expires_at?, messages: [{role, content, timestamp?, name?}]}; a bare list of
+messages is one session. Problems are reported with the file, line or item they are
+in.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class SessionInput:
     agent_id: str | None
     timestamp: str | None
     messages: Any
+    expires_at: str | None = None
 
 
 def _session(obj: Any, where: str) -> SessionInput:
@@ -49,6 +51,7 @@ def _session(obj: Any, where: str) -> SessionInput:
         text("agent_id"),
         text("timestamp"),
         obj["messages"],
+        text("expires_at"),
     )
 
 
