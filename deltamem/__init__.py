@@ -2,6 +2,7 @@
 
 from deltamem.aio import AsyncClient, AsyncMemory
 from deltamem.answer import Answer
+from deltamem.bulk import BulkResult
 from deltamem.client import Client, Job, ServiceError
 from deltamem.expiry import ExpiryConfig
 from deltamem.llm.base import LLMError
@@ -27,6 +28,7 @@ __all__ = [
     "Answer",
     "AsyncClient",
     "AsyncMemory",
+    "BulkResult",
     "Client",
     "ExpiryConfig",
     "HistoryEntry",

@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,9 @@ from typing import Any
 from platformdirs import user_data_dir
 from pydantic import ValidationError
 
+from deltamem import bulk
 from deltamem.answer import Answer, Answerer
+from deltamem.bulk import BulkResult
 from deltamem.embed import Embedder, make_embedder
 from deltamem.episodes import index_logged_sessions, plan_episodes
 from deltamem.expiry import ExpiryConfig
@@ -321,6 +323,33 @@ class Memory:
             content_hash=digest,
             status="pending" if infer else "deferred",
             expires_at=expiry,
+        )
+
+    def add_many(
+        self,
+        sessions: Iterable[Mapping[str, Any] | Sequence[Any]],
+        *,
+        user_id: str | None = None,
+        infer: bool = True,
+        resume: bool = False,
+        batch: int = 64,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> BulkResult:
+        """Log many sessions fast, without processing them (deltamem/bulk.py): each a
+        mapping as `deltamem add` reads one ({user_id?, session_id?, agent_id?,
+        timestamp?, expires_at?, messages}) or a bare list of messages. With `infer`
+        they are queued for the workers (`process_pending()` or `deltamem worker`);
+        without, stored verbatim (deferred). A bad session is reported in the
+        result (its position) and the others are kept. `resume`: a session whose key
+        is logged already is skipped without comparing its content."""
+        return bulk.add_many(
+            self,
+            sessions,
+            user_id=user_id,
+            infer=infer,
+            resume=resume,
+            batch=batch,
+            on_progress=on_progress,
         )
 
     def _process(self, record: SessionRecord) -> AddResult:

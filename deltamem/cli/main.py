@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, get_args
 
@@ -21,7 +22,12 @@ from deltamem.cli.render import (
     ops_table,
     out,
 )
-from deltamem.cli.sessions_file import SessionFileError, SessionInput, read_sessions
+from deltamem.cli.sessions_file import (
+    SessionFileError,
+    SessionInput,
+    jsonl_lines,
+    read_sessions,
+)
 from deltamem.expiry import parse_duration
 from deltamem.ids import (
     MAX_ID_CHARS,
@@ -302,6 +308,85 @@ def _report_deferred(logged: list[SessionRecord], as_json: bool) -> None:
         f"{len(logged)} session(s) stored verbatim, {waiting} waiting for inference "
         "(`deltamem resume` processes them)"
     )
+
+
+@app.command("import-sessions")
+def import_sessions(
+    file: Path = typer.Argument(..., help="A JSONL file of sessions, one a line.", dir_okay=False),
+    user: str | None = typer.Option(
+        None, "--user", "-u", help="User for sessions without one.", callback=_user_id
+    ),
+    infer: bool = typer.Option(
+        True,
+        "--infer/--no-infer",
+        help="--infer (default) queues the sessions for the workers (`deltamem worker`, as "
+        "many as you run, or `deltamem resume`); --no-infer stores them verbatim.",
+    ),
+    resume: bool = typer.Option(
+        False,
+        "--resume",
+        help="Skip the sessions already logged by their key alone, without comparing their "
+        "content: a rerun after an interruption goes on where it stopped.",
+    ),
+    as_json: bool = JsonFlag,
+) -> None:
+    """Log many sessions fast, with a progress bar: no model call here. Each session is
+    logged whole or not at all; a bad line is reported with its number (exit code 1)
+    and the good ones are kept."""
+    if not file.is_file():
+        fail(f"{file}: no such file")
+    total = sum(1 for raw in file.open("rb") if raw.strip())
+    lines: list[int] = []  # the line number of each session handed to add_many
+    bad: list[tuple[int, str]] = []
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        disable=as_json or not err.is_terminal,
+    )
+    mem = memory()
+    with progress:
+        task = progress.add_task("importing", total=total)
+
+        def sessions() -> Iterator[Any]:
+            for n, value in jsonl_lines(file):
+                if isinstance(value, SessionFileError):
+                    bad.append((n, str(value)))
+                    progress.advance(task)
+                    continue
+                lines.append(n)
+                yield value
+
+        done = mem.add_many(
+            sessions(),
+            user_id=user,
+            infer=infer,
+            resume=resume,
+            on_progress=lambda k: progress.advance(task, k),
+        )
+    bad += [(lines[i], f"{file.name}:{lines[i]}: {why}") for i, why in done.errors]
+    bad.sort()
+    for _, why in bad:
+        err.print(f"[red]bad line:[/red] {escape(why)}", soft_wrap=True)
+    summary = {
+        "logged": done.logged,
+        "already_logged": done.already,
+        "bad_lines": [n for n, _ in bad],
+        "status": "pending" if infer else "deferred",
+    }
+    if as_json:
+        emit_json(summary)
+    else:
+        what = "queued for the workers" if infer else "stored verbatim"
+        out.print(
+            f"{done.logged} session(s) {what}, {done.already} already logged, "
+            f"{len(bad)} bad line(s)",
+            markup=False,
+        )
+    if bad:
+        raise typer.Exit(1)
 
 
 @app.command()
