@@ -23,9 +23,10 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import get_args
 
+from deltamem.timeparse import parse_time
 from deltamem.types import MemoryType
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -33,6 +34,15 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
 
 ENV_TTL = "DELTAMEM_TTL_"  # + the memory type, upper case
 ENV_SWEEP_EVERY = "DELTAMEM_SWEEP_EVERY"
+
+
+def parse_expiry(value: str | datetime) -> datetime:
+    """An expiry as given (ISO 8601 or the formats of `parse_time`; no zone: UTC), in
+    UTC; ValueError naming the input for one that cannot be read or held."""
+    try:
+        return parse_time(value).astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"expiry {value!s} is out of range") from None
 
 
 def parse_duration(text: str) -> timedelta:

@@ -30,7 +30,7 @@ from deltamem.answer import Answer, Answerer
 from deltamem.bulk import BulkResult
 from deltamem.embed import Embedder, make_embedder
 from deltamem.episodes import index_logged_sessions, plan_episodes
-from deltamem.expiry import ExpiryConfig
+from deltamem.expiry import ExpiryConfig, parse_expiry
 from deltamem.ids import InvalidId, check_session_key
 from deltamem.llm import LLM, CallRecord, LLMConfig, LLMError, make_llm
 from deltamem.llm.base import call_scope
@@ -311,7 +311,7 @@ class Memory:
         digest = session_hash(msgs, ts)
         ts = ts or utcnow()
         try:
-            expiry = parse_time(expires_at) if expires_at is not None else None
+            expiry = parse_expiry(expires_at) if expires_at is not None else None
         except ValueError as exc:
             raise InvalidSession(f"expires_at: {exc}") from exc
         return SessionRecord(
@@ -576,7 +576,7 @@ class Memory:
         search, get_all and answers, and `sweep_expired` deletes it. Its content and
         history are unchanged. None if there is no such memory; ValueError for an
         unreadable time."""
-        at = parse_time(expires_at) if expires_at is not None else None
+        at = parse_expiry(expires_at) if expires_at is not None else None
         if not self.store.set_expiry(memory_id, at):
             return None
         return self.store.get(memory_id)

@@ -265,8 +265,9 @@ def test_rest_sets_expiry_on_a_session_and_by_patch(tmp_path: Path, embedder: Em
         # cleared (null), then an unreadable time: 422, nothing changed
         r = client.patch(f"/v1/memories/{mid}", json={"expires_at": None}, headers=H)
         assert r.status_code == 200 and r.json()["expires_at"] is None
-        r = client.patch(f"/v1/memories/{mid}", json={"expires_at": "someday"}, headers=H)
-        assert r.status_code == 422, r.text
+        for bad in ("someday", "0001-01-01T00:00:00+14:00"):  # unreadable; not a UTC instant
+            r = client.patch(f"/v1/memories/{mid}", json={"expires_at": bad}, headers=H)
+            assert r.status_code == 422, r.text
         assert client.patch(f"/v1/memories/{mid}", json={}, headers=H).status_code == 422
         bad = {**body, "session_id": "s2", "expires_at": "someday"}
         assert client.post("/v1/sessions", json=bad, headers=H).status_code == 422

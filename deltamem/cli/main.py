@@ -28,7 +28,7 @@ from deltamem.cli.sessions_file import (
     jsonl_lines,
     read_sessions,
 )
-from deltamem.expiry import parse_duration
+from deltamem.expiry import parse_duration, parse_expiry
 from deltamem.ids import (
     MAX_ID_CHARS,
     MAX_USER_ID_CHARS,
@@ -195,7 +195,7 @@ def _content_hash(s: SessionInput, user_id: str) -> str:
     except ValueError as exc:
         raise InvalidSession(str(exc)) from exc
     try:
-        parse_time(s.expires_at) if s.expires_at is not None else None
+        parse_expiry(s.expires_at) if s.expires_at is not None else None
     except ValueError as exc:
         raise InvalidSession(f"expires_at: {exc}") from exc
     return session_hash(msgs, ts or next((m.timestamp for m in msgs if m.timestamp), None))
