@@ -2,7 +2,9 @@
 
 from deltamem.aio import AsyncClient, AsyncMemory
 from deltamem.answer import Answer
+from deltamem.bulk import BulkResult
 from deltamem.client import Client, Job, ServiceError
+from deltamem.expiry import ExpiryConfig
 from deltamem.llm.base import LLMError
 from deltamem.llm.factory import LLMConfig
 from deltamem.manager.agent import ManagerConfig
@@ -26,7 +28,9 @@ __all__ = [
     "Answer",
     "AsyncClient",
     "AsyncMemory",
+    "BulkResult",
     "Client",
+    "ExpiryConfig",
     "HistoryEntry",
     "InvalidEdit",
     "InvalidSession",

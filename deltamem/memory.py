@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -25,9 +25,12 @@ from typing import Any
 from platformdirs import user_data_dir
 from pydantic import ValidationError
 
+from deltamem import bulk
 from deltamem.answer import Answer, Answerer
+from deltamem.bulk import BulkResult
 from deltamem.embed import Embedder, make_embedder
 from deltamem.episodes import index_logged_sessions, plan_episodes
+from deltamem.expiry import ExpiryConfig, parse_expiry
 from deltamem.ids import InvalidId, check_session_key
 from deltamem.llm import LLM, CallRecord, LLMConfig, LLMError, make_llm
 from deltamem.llm.base import call_scope
@@ -35,7 +38,7 @@ from deltamem.manager.agent import Manager, ManagerConfig
 from deltamem.porting import Dest, PortCounts, Source, export_user, import_user
 from deltamem.provenance import PERSON, check_content, timeline
 from deltamem.retrieval.hybrid import HybridSearcher, Tiers
-from deltamem.store.base import Store
+from deltamem.store.base import PlannedWrite, Store
 from deltamem.store.users import users_of
 from deltamem.superseded import without_superseded
 from deltamem.text import keywords
@@ -142,7 +145,8 @@ class Memory:
     and the embedder the embedded MiniLM. The LLM is loaded on first use, so
     reading memory never pays for it. `adapter`: a GGUF LoRA file (`deltamem train
     export`) that llama.cpp applies to the model, e.g. `Memory(llm="local",
-    adapter="manager.gguf")`.
+    adapter="manager.gguf")`. `expiry`: TTLs per memory type (default: from
+    $DELTAMEM_TTL_EVENT and the like; none set, nothing expires).
     """
 
     def __init__(
@@ -155,6 +159,7 @@ class Memory:
         config: ManagerConfig | None = None,
         log_calls: bool = True,
         adapter: str | Path | None = None,
+        expiry: ExpiryConfig | None = None,
     ) -> None:
         if adapter is not None:  # a GGUF LoRA for the llama.cpp model the spec names
             if isinstance(llm, LLM):
@@ -166,6 +171,8 @@ class Memory:
             store = open_store(path, self.embedder)
         self.store = store
         self.config = config or ManagerConfig.from_env()
+        # TTLs per memory type (deltamem/expiry.py): none unless configured
+        self.expiry = expiry if expiry is not None else ExpiryConfig.from_env()
         self._llm_spec = llm
         self._llm: LLM | None = llm if isinstance(llm, LLM) else None
         self._llm_lock = threading.Lock()
@@ -214,6 +221,7 @@ class Memory:
         timestamp: str | datetime | None = None,
         agent_id: str | None = None,
         infer: bool = True,
+        expires_at: str | datetime | None = None,
     ) -> AddResult:
         """Ingest one dialogue session and return the operations applied.
 
@@ -225,6 +233,9 @@ class Memory:
         searchable at once (the "episode" tier), with no LLM call; it stays
         "deferred" (result status) until `process_pending()`, `retry()` or adding it
         again with inference turns it into facts.
+
+        `expires_at`: when the memories derived from it stop being served (over the
+        TTL of their type; deltamem/expiry.py), whenever they are derived.
         """
         record = self.log_session(
             messages,
@@ -233,6 +244,7 @@ class Memory:
             timestamp=timestamp,
             agent_id=agent_id,
             infer=infer,
+            expires_at=expires_at,
         )
         if not infer and record.status != "applied":
             return AddResult(session_id=record.session_id, status=record.status)
@@ -251,9 +263,39 @@ class Memory:
         timestamp: str | datetime | None = None,
         agent_id: str | None = None,
         infer: bool = True,
+        expires_at: str | datetime | None = None,
     ) -> SessionRecord:
         """Validate and durably log a session without processing it (queue semantics).
         With `infer=False` it is logged "deferred": out of the queue until requeued."""
+        rec = self.session_record(
+            messages,
+            user_id=user_id,
+            session_id=session_id,
+            timestamp=timestamp,
+            agent_id=agent_id,
+            infer=infer,
+            expires_at=expires_at,
+        )
+        known = self.store.get_session(rec.user_id, rec.session_id, rec.agent_id)
+        # its turns are indexed as episodes in the log entry's own transaction (a
+        # session already logged is indexed already: nothing is embedded twice)
+        episodes = plan_episodes(rec, self.embedder) if known is None else []
+        stored, _ = self.store.log_session(rec, episodes)
+        return stored
+
+    def session_record(
+        self,
+        messages: Sequence[dict[str, Any] | Message],
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        timestamp: str | datetime | None = None,
+        agent_id: str | None = None,
+        infer: bool = True,
+        expires_at: str | datetime | None = None,
+    ) -> SessionRecord:
+        """The log entry `log_session` would write, validated, without writing it
+        (InvalidSession naming the fault)."""
         try:
             check_session_key(user_id, session_id, agent_id)  # deltamem/ids.py: the grammar
         except InvalidId as exc:
@@ -268,7 +310,11 @@ class Memory:
         # it again finds it instead of conflicting with it (its event time is then now)
         digest = session_hash(msgs, ts)
         ts = ts or utcnow()
-        rec = SessionRecord(
+        try:
+            expiry = parse_expiry(expires_at) if expires_at is not None else None
+        except ValueError as exc:
+            raise InvalidSession(f"expires_at: {exc}") from exc
+        return SessionRecord(
             user_id=user_id,
             agent_id=agent_id,
             session_id=session_id or digest[:16],
@@ -276,13 +322,35 @@ class Memory:
             messages=msgs,
             content_hash=digest,
             status="pending" if infer else "deferred",
+            expires_at=expiry,
         )
-        known = self.store.get_session(rec.user_id, rec.session_id, rec.agent_id)
-        # its turns are indexed as episodes in the log entry's own transaction (a
-        # session already logged is indexed already: nothing is embedded twice)
-        episodes = plan_episodes(rec, self.embedder) if known is None else []
-        stored, _ = self.store.log_session(rec, episodes)
-        return stored
+
+    def add_many(
+        self,
+        sessions: Iterable[Mapping[str, Any] | Sequence[Any]],
+        *,
+        user_id: str | None = None,
+        infer: bool = True,
+        resume: bool = False,
+        batch: int = 64,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> BulkResult:
+        """Log many sessions fast, without processing them (deltamem/bulk.py): each a
+        mapping as `deltamem add` reads one ({user_id?, session_id?, agent_id?,
+        timestamp?, expires_at?, messages}) or a bare list of messages. With `infer`
+        they are queued for the workers (`process_pending()` or `deltamem worker`);
+        without, stored verbatim (deferred). A bad session is reported in the
+        result (its position) and the others are kept. `resume`: a session whose key
+        is logged already is skipped without comparing its content."""
+        return bulk.add_many(
+            self,
+            sessions,
+            user_id=user_id,
+            infer=infer,
+            resume=resume,
+            batch=batch,
+            on_progress=on_progress,
+        )
 
     def _process(self, record: SessionRecord) -> AddResult:
         if record.status == "applied":
@@ -304,6 +372,7 @@ class Memory:
                 f"session {record.session_id!r}: {exc}. It is kept in the log as failed; "
                 "retry with `deltamem retry` or Memory.retry()"
             ) from exc
+        self._give_expiry(record, plan.writes)
         ops = self.store.apply_session(record, plan.writes, plan.noops)
         used = self.llm.usage.since(before)
         cost = {
@@ -314,6 +383,23 @@ class Memory:
             "llm_seconds": round(used.seconds, 3),
         }
         return AddResult(session_id=record.session_id, status="applied", operations=ops, cost=cost)
+
+    def _give_expiry(self, record: SessionRecord, writes: list[PlannedWrite]) -> None:
+        """Each write's expiry: the session's, else the TTL of its type from the
+        session's event time (an update without a type: the memory's type)."""
+        if record.expires_at is None and not self.expiry.ttl:
+            return
+        for w in writes:
+            if w.expires_at is not None:
+                continue
+            if record.expires_at is not None:
+                w.expires_at = record.expires_at
+                continue
+            kind = w.memory_type
+            if kind is None and w.op == "update" and w.memory_id:
+                current = self.store.get(w.memory_id)
+                kind = current.memory_type if current is not None else None
+            w.expires_at = self.expiry.expires_at(kind, record.timestamp)
 
     def process_pending(self, user_id: str | None = None) -> list[AddResult]:
         """Apply every logged session still waiting, in log order: those pending
@@ -484,6 +570,25 @@ class Memory:
         if self.store.edit(memory_id, text, vector, keywords(text), actor) is None:
             return None
         return self.store.get(memory_id)
+
+    def set_expiry(self, memory_id: str, expires_at: str | datetime | None) -> MemoryItem | None:
+        """Set when a memory stops being served (None: never); from then on it leaves
+        search, get_all and answers, and `sweep_expired` deletes it. Its content and
+        history are unchanged. None if there is no such memory; ValueError for an
+        unreadable time."""
+        at = parse_expiry(expires_at) if expires_at is not None else None
+        if not self.store.set_expiry(memory_id, at):
+            return None
+        return self.store.get(memory_id)
+
+    def sweep_expired(
+        self, user_id: str | None = None, *, now: str | datetime | None = None
+    ) -> list[MemoryItem]:
+        """Delete for good the memories whose expiry has passed (at `now`, default the
+        present), every user's or one user's, each with a `delete` by actor "expiry"
+        in its history. Returns them as they were."""
+        at = parse_time(now) if now is not None else utcnow()
+        return self.store.sweep_expired(at, user_id)
 
     def delete(self, memory_id: str, *, actor: str = "api") -> bool:
         """Delete a memory on the application's request (logged in its history, with

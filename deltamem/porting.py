@@ -113,6 +113,8 @@ class SessionLine(_Record):
     error: str | None = None
     attempts: int = 0
     operations: list[Operation] | None = None
+    # the expiry it gives the memories derived from it
+    expires_at: datetime | None = None
 
 
 class HistoryLine(_Record):
@@ -141,6 +143,8 @@ class MemoryLine(_Record):
     # a memory a later fact outdated: when, and by which memory
     invalid_at: datetime | None = None
     superseded_by: str | None = None
+    # when it stops being served (deltamem/expiry.py)
+    expires_at: datetime | None = None
     history: list[HistoryLine] = Field(default_factory=list)
 
 
@@ -243,6 +247,7 @@ def read_user(
                 error=rec.error,
                 attempts=rec.attempts,
                 operations=ops,
+                expires_at=rec.expires_at,
             )
         )
     histories: dict[str, list[HistoryLine]] = {}
@@ -257,7 +262,7 @@ def read_user(
                 at=h.at,
             )
         )
-    live = store.list_memories(user_id, filters=SearchFilters(outdated=True))
+    live = store.list_memories(user_id, filters=SearchFilters(outdated=True, expired=True))
     for m in live:
         out.memories.append(
             MemoryLine(
@@ -274,6 +279,7 @@ def read_user(
                 version=m.version,
                 invalid_at=m.invalid_at,
                 superseded_by=m.superseded_by,
+                expires_at=m.expires_at,
                 history=histories.pop(m.id, []),
             )
         )
@@ -514,6 +520,7 @@ def import_user(
             content_hash=s.content_hash,
             # out of the queue until its state is restored below
             status="deferred",
+            expires_at=s.expires_at,
         )
         if store.get_session(target, s.session_id, s.agent_id) is not None:
             store.log_session(rec)  # SessionConflict if it holds something else
@@ -594,5 +601,6 @@ def _imported(m: MemoryLine, user_id: str, new_id: Any, vector: Any) -> Imported
         version=m.version,
         invalid_at=m.invalid_at,
         superseded_by=m.superseded_by,
+        expires_at=m.expires_at,
     )
     return ImportedMemory(mid, user_id, item, vector, history)

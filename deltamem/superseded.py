@@ -12,8 +12,9 @@ each memory's history keep it.
 An excerpt is a raw turn, and the facts derived from it carry that turn
 (provenance). Whether such a fact still holds is stored: a later session updated it
 (the update's old and new content), outdated it (`invalid_at`, written when the
-later fact was: deltamem/manager/outdate.py), or someone deleted it. Facts
-themselves need no filter here: an outdated memory is out of search already.
+later fact was: deltamem/manager/outdate.py), its expiry passed (`expires_at`,
+deltamem/expiry.py), or someone (or the expiry sweep) deleted it. Facts themselves
+need no filter here: an outdated or expired memory is out of search already.
 """
 
 from __future__ import annotations
@@ -70,8 +71,9 @@ def outdated(store: Store, user_id: str, session_id: str, agent_id: str | None) 
         current = now.get(memory_id)
         if current is None:
             out.whole.update(turns)  # deleted: the turn's fact was taken back
-        elif current.invalid_at is not None:
-            # outdated by a later fact: the sentences naming its values go
+        elif current.invalid_at is not None or current.expired():
+            # outdated by a later fact, or its expiry passed: the sentences naming its
+            # values go
             if values := exact_values(said):
                 out.turns.update(turns)
                 out.values.append(values)

@@ -66,6 +66,18 @@ class MemoryItem(BaseModel):
     # the id of that fact: an outdated memory leaves search and answers, not history
     invalid_at: datetime | None = None
     superseded_by: str | None = None
+    # when it stops being served (deltamem/expiry.py): from then on it leaves search,
+    # get_all and answers as an outdated memory does; `sweep_expired` removes it
+    expires_at: datetime | None = None
+
+    @field_validator("expires_at", mode="before")
+    @classmethod
+    def _parse_expiry(cls, v: Any) -> Any:
+        return parse_time(v) if isinstance(v, (str, datetime)) else v  # naive -> UTC
+
+    def expired(self, at: datetime | None = None) -> bool:
+        """Whether its expiry has passed at `at` (default: now)."""
+        return self.expires_at is not None and self.expires_at <= (at or utcnow())
 
 
 class Operation(BaseModel):
@@ -163,6 +175,13 @@ class SessionRecord(BaseModel):
     error: str | None = None
     attempts: int = 0
     seq: int = 0  # arrival order in the log; replay follows it
+    # the expiry the memories derived from it get (over the type's TTL); None: the TTL
+    expires_at: datetime | None = None
+
+    @field_validator("expires_at", mode="before")
+    @classmethod
+    def _parse_expiry(cls, v: Any) -> Any:
+        return parse_time(v) if isinstance(v, (str, datetime)) else v  # naive -> UTC
 
 
 class AddResult(BaseModel):
@@ -186,6 +205,8 @@ class SearchFilters(BaseModel):
     session_id: str | None = None
     # memories a later fact ended or took back (invalid_at set) are left out unless asked
     outdated: bool = False
+    # ... and so are those whose expiry has passed (expires_at), unless asked
+    expired: bool = False
 
     @field_validator("since", "until", mode="before")
     @classmethod

@@ -127,6 +127,9 @@ def undo_sqlite_migration_004(con: Any) -> None:
     """Make a SQLite store look as migration 003 left it (no episode tier, and none of
     the later migrations)."""
     for stmt in (
+        "DROP INDEX memories_expiry",  # 008
+        "ALTER TABLE sessions DROP COLUMN expires_at",
+        "ALTER TABLE memories DROP COLUMN expires_at",
         "ALTER TABLE memories DROP COLUMN superseded_by",  # 007
         "ALTER TABLE memories DROP COLUMN invalid_at",
         "DROP INDEX llm_calls_session",  # 006

@@ -23,7 +23,7 @@ from deltamem.store.base import (
     StoreError,
     UnknownMemory,
 )
-from deltamem.store.common import prefix_end
+from deltamem.store.common import migration_scripts, prefix_end
 from deltamem.types import MemoryItem, Operation, SearchFilters, SessionRecord
 
 
@@ -799,7 +799,7 @@ def test_sqlite_call_log_keeps_replies_and_upgrades_an_older_store(tmp_path: Pat
     with sqlite3.connect(path) as con:
         rows = con.execute("SELECT purpose, ok, error, reply FROM llm_calls ORDER BY id").fetchall()
         version = con.execute("PRAGMA user_version").fetchone()[0]
-    assert version == 7
+    assert version == max(n for n, _ in migration_scripts("deltamem.store.migrations"))
     assert rows == [
         ("old", 1, None, None),
         ("manager", 1, None, '{"operations": []}'),

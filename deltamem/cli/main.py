@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, get_args
 
@@ -21,7 +22,13 @@ from deltamem.cli.render import (
     ops_table,
     out,
 )
-from deltamem.cli.sessions_file import SessionFileError, SessionInput, read_sessions
+from deltamem.cli.sessions_file import (
+    SessionFileError,
+    SessionInput,
+    jsonl_lines,
+    read_sessions,
+)
+from deltamem.expiry import parse_duration, parse_expiry
 from deltamem.ids import (
     MAX_ID_CHARS,
     MAX_USER_ID_CHARS,
@@ -88,6 +95,25 @@ ConcurrencyOpt = typer.Option(
     min=1,
     help="Users the worker processes at once (one session at a time per user), so that "
     "one user's slow or hung model does not hold back the others.",
+)
+
+
+def _secs(value: str | None) -> float | None:
+    """A duration option ('1h', '30m') in seconds (exit code 2 if unreadable)."""
+    if value is None or not value.strip():
+        return None
+    try:
+        return parse_duration(value).total_seconds()
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--sweep-every") from exc
+
+
+SweepOpt = typer.Option(
+    None,
+    "--sweep-every",
+    envvar="DELTAMEM_SWEEP_EVERY",
+    help="Delete the expired memories every so often (1h, 30m, 1d), as `deltamem sweep` "
+    "does; default: never here.",
 )
 
 
@@ -168,6 +194,10 @@ def _content_hash(s: SessionInput, user_id: str) -> str:
         ts = parse_time(s.timestamp) if s.timestamp is not None else None
     except ValueError as exc:
         raise InvalidSession(str(exc)) from exc
+    try:
+        parse_expiry(s.expires_at) if s.expires_at is not None else None
+    except ValueError as exc:
+        raise InvalidSession(f"expires_at: {exc}") from exc
     return session_hash(msgs, ts or next((m.timestamp for m in msgs if m.timestamp), None))
 
 
@@ -227,6 +257,7 @@ def add(
                 timestamp=s.timestamp,
                 agent_id=s.agent_id,
                 infer=infer,
+                expires_at=s.expires_at,
             )
         except (InvalidSession, SessionConflict) as exc:
             fail(f"{s.where}: {exc} (nothing from this file was processed)")
@@ -277,6 +308,101 @@ def _report_deferred(logged: list[SessionRecord], as_json: bool) -> None:
         f"{len(logged)} session(s) stored verbatim, {waiting} waiting for inference "
         "(`deltamem resume` processes them)"
     )
+
+
+@app.command("import-sessions")
+def import_sessions(
+    file: Path = typer.Argument(..., help="A JSONL file of sessions, one a line.", dir_okay=False),
+    user: str | None = typer.Option(
+        None, "--user", "-u", help="User for sessions without one.", callback=_user_id
+    ),
+    infer: bool = typer.Option(
+        True,
+        "--infer/--no-infer",
+        help="--infer (default) queues the sessions for the workers (`deltamem worker`, as "
+        "many as you run, or `deltamem resume`); --no-infer stores them verbatim.",
+    ),
+    resume: bool = typer.Option(
+        False,
+        "--resume",
+        help="Skip the sessions already logged by their key alone, without comparing their "
+        "content: a rerun after an interruption goes on where it stopped.",
+    ),
+    as_json: bool = JsonFlag,
+) -> None:
+    """Log many sessions fast, with a progress bar: no model call here. Each session is
+    logged whole or not at all; a bad line is reported with its number (exit code 1)
+    and the good ones are kept."""
+    if not file.is_file():
+        fail(f"{file}: no such file")
+    total = sum(1 for raw in file.open("rb") if raw.strip())
+    lines: list[int] = []  # the line number of each session handed to add_many
+    bad: list[tuple[int, str]] = []
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        disable=as_json or not err.is_terminal,
+    )
+    mem = memory()
+    with progress:
+        task = progress.add_task("importing", total=total)
+
+        def sessions() -> Iterator[Any]:
+            for n, value in jsonl_lines(file):
+                if isinstance(value, SessionFileError):
+                    bad.append((n, str(value)))
+                    progress.advance(task)
+                    continue
+                lines.append(n)
+                yield value
+
+        done = mem.add_many(
+            sessions(),
+            user_id=user,
+            infer=infer,
+            resume=resume,
+            on_progress=lambda k: progress.advance(task, k),
+        )
+    bad += [(lines[i], f"{file.name}:{lines[i]}: {why}") for i, why in done.errors]
+    bad.sort()
+    for _, why in bad:
+        err.print(f"[red]bad line:[/red] {escape(why)}", soft_wrap=True)
+    summary = {
+        "logged": done.logged,
+        "already_logged": done.already,
+        "bad_lines": [n for n, _ in bad],
+        "status": "pending" if infer else "deferred",
+    }
+    if as_json:
+        emit_json(summary)
+    else:
+        what = "queued for the workers" if infer else "stored verbatim"
+        out.print(
+            f"{done.logged} session(s) {what}, {done.already} already logged, "
+            f"{len(bad)} bad line(s)",
+            markup=False,
+        )
+    if bad:
+        raise typer.Exit(1)
+
+
+@app.command()
+def sweep(
+    user: str | None = typer.Option(
+        None, "--user", "-u", help="Only this user's memories (default: all).", callback=_user_id
+    ),
+    as_json: bool = JsonFlag,
+) -> None:
+    """Delete for good the memories whose expiry has passed (each with a `delete` by
+    "expiry" in its history). Expired memories are out of search already."""
+    gone = memory().sweep_expired(user)
+    if as_json:
+        emit_json(gone)  # each memory as it was
+    else:
+        out.print(f"{len(gone)} expired memories deleted", markup=False)
 
 
 @app.command()
@@ -601,6 +727,7 @@ def serve(
         None, "--keys", help="key1=tenantA,key2=tenantB or @file (else DELTAMEM_API_KEYS)"
     ),
     concurrency: int = ConcurrencyOpt,
+    sweep_every: str | None = SweepOpt,
 ) -> None:
     """REST API and the memory inspector (/ui) with a background worker, on the
     embedded defaults."""
@@ -613,7 +740,7 @@ def serve(
         llm_spec=OPTS.llm_config,
         keys=keys,
         embedder_spec=OPTS.embedder,
-        worker_settings=WorkerSettings(concurrency=concurrency),
+        worker_settings=WorkerSettings(concurrency=concurrency, sweep_every=_secs(sweep_every)),
     )
 
 
@@ -651,6 +778,7 @@ def ui(
 def worker(
     once: bool = typer.Option(False, "--once", help="Process what is pending, then exit."),
     concurrency: int = ConcurrencyOpt,
+    sweep_every: str | None = SweepOpt,
 ) -> None:
     """An extra worker on a shared store (SQLite file or PostgreSQL URL): run as many
     as you like, in as many processes or machines; they share the session log."""
@@ -661,7 +789,7 @@ def worker(
         OPTS.llm_config,
         embedder_spec=OPTS.embedder,
         once=once,
-        worker_settings=WorkerSettings(concurrency=concurrency),
+        worker_settings=WorkerSettings(concurrency=concurrency, sweep_every=_secs(sweep_every)),
     )
     if once:
         typer.echo(f"{handled} session(s) handled")

@@ -2,13 +2,16 @@
 
 Accepted shapes: one session object, a JSON list of them, or JSONL with one per
 line. A session object is {user_id?, session_id?, agent_id?, timestamp?,
-messages: [{role, content, timestamp?, name?}]}; a bare list of messages is one
-session. Problems are reported with the file, line or item they are in.
+expires_at?, messages: [{role, content, timestamp?, name?}]}; a bare list of
+messages is one session. Problems are reported with the file, line or item they are
+in. `jsonl_lines` reads a JSONL file a line at a time for `deltamem
+import-sessions`, a bad line reported and the others kept.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,7 @@ class SessionInput:
     agent_id: str | None
     timestamp: str | None
     messages: Any
+    expires_at: str | None = None
 
 
 def _session(obj: Any, where: str) -> SessionInput:
@@ -49,6 +53,7 @@ def _session(obj: Any, where: str) -> SessionInput:
         text("agent_id"),
         text("timestamp"),
         obj["messages"],
+        text("expires_at"),
     )
 
 
@@ -89,3 +94,24 @@ def read_sessions(path: Path) -> list[SessionInput]:
             return [_session(data, path.name)]
         return [_session(x, f"{path.name}[{i}]") for i, x in enumerate(data)]
     return [_session(data, path.name)]
+
+
+def jsonl_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, the line's JSON value) of each non-blank line of a JSONL file,
+    read a line at a time; a line that is not UTF-8 or not JSON gives a
+    SessionFileError (naming the line) as its value instead."""
+    with path.open("rb") as f:
+        for n, raw in enumerate(f, start=1):
+            if n == 1:
+                raw = raw.removeprefix(b"\xef\xbb\xbf")  # a BOM is not part of the JSON
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield n, SessionFileError(f"{path.name}:{n}: not valid UTF-8 ({exc.reason})")
+                continue
+            if not line.strip():
+                continue
+            try:
+                yield n, json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield n, SessionFileError(f"{path.name}:{n}: invalid JSON: {exc.msg}")

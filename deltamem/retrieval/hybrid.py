@@ -22,7 +22,7 @@ import numpy as np
 from deltamem.embed.base import Embedder
 from deltamem.store.base import Store, TierRanking
 from deltamem.text import leading_name, terms
-from deltamem.types import SearchFilters, SearchHit
+from deltamem.types import SearchFilters, SearchHit, utcnow
 
 RRF_K = 60
 NAME_SAMPLE = 50  # facts read to find the name most of them open with
@@ -166,15 +166,17 @@ class HybridSearcher:
 
     def _fact_hits(self, ranked: TierRanking, limit: int) -> list[SearchHit]:
         """The fact tier's best `limit`: dense and keyword rankings fused."""
-        # deeper than `limit`: a memory a later fact outdated (invalid_at) is left out
+        # deeper than `limit`: a memory a later fact outdated (invalid_at) or whose
+        # expiry has passed (expires_at) is left out
         fused = rrf([[m for m, _ in ranked.dense], [m for m, _ in ranked.keywords]])[: limit * 2]
         if not fused:
             return []
         found = {m.id: m for m in self.store.get_many([i for i, _ in fused])}
+        now = utcnow()
         hits = [
             SearchHit(memory=found[i], score=sc)
             for i, sc in fused
-            if i in found and found[i].invalid_at is None
+            if i in found and found[i].invalid_at is None and not found[i].expired(now)
         ]
         return hits[:limit]
 

@@ -169,6 +169,7 @@ def create_app(
             timestamp=body.timestamp,
             agent_id=body.agent_id,
             infer=body.infer,
+            expires_at=body.expires_at,
         )
         if body.infer:
             worker.wake()

@@ -49,6 +49,9 @@ class WorkerSettings:
     # On stop, how long a session in hand may take to finish; after that it is left
     # (uncommitted, so pending) for the next worker and its lease is given up.
     stop_grace: float = 3.0
+    # Seconds between sweeps of the expired memories (`Memory.sweep_expired`, every
+    # user's) in this worker; None: no sweep here (`deltamem sweep` does it on demand).
+    sweep_every: float | None = None
 
 
 def parse_keys(spec: str) -> dict[str, str]:

@@ -73,14 +73,21 @@ def add_inspect_routes(app: FastAPI, memory: Memory) -> None:
     ) -> MemoryOut:
         """Correct a memory by hand: a new version with `content`, recorded in its
         history as an update by `actor` ("person": edited by a person), never a silent
-        overwrite. The same text again records nothing."""
+        overwrite. The same text again records nothing. `expires_at` sets when it
+        stops being served (null: never), without a new version."""
 
         def edit() -> MemoryItem | None:
-            owned(memory.get(memory_id), tenant, user_id, memory_id)
+            edited: MemoryItem | None = owned(memory.get(memory_id), tenant, user_id, memory_id)
             try:
-                return memory.edit(memory_id, body.content, actor=body.actor)
+                if body.content is not None:
+                    edited = memory.edit(memory_id, body.content, actor=body.actor)
+                if edited is not None and "expires_at" in body.model_fields_set:
+                    edited = memory.set_expiry(memory_id, body.expires_at)
             except InvalidEdit as exc:
                 raise ApiError(422, str(exc), "Invalid edit") from exc
+            except ValueError as exc:  # an unreadable expires_at
+                raise ApiError(422, f"expires_at: {exc}", "Invalid edit") from exc
+            return edited
 
         edited = await _run(edit)
         if edited is None:  # deleted in the meantime

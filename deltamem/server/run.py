@@ -203,7 +203,10 @@ def work(
     worker = Worker(memory, worker_settings)
     try:
         if once:
-            return worker.run_once()
+            handled = worker.run_once()
+            if worker.settings.sweep_every:
+                worker.sweep()
+            return handled
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from deltamem.llm.base import CallRecord
 from deltamem.memory import MAX_SESSION_MESSAGES
@@ -84,6 +84,12 @@ class SessionIn(BaseModel):
         "without queueing it for the LLM; the job stays 'deferred' until "
         "POST /v1/jobs/{id}/retry or POST /v1/sessions/process",
     )
+    expires_at: Timestamp | None = Field(
+        None,
+        description="when the memories derived from this session stop being served (they "
+        "leave search, listings and answers, and a sweep deletes them); default: the TTL "
+        "of their type, if one is configured",
+    )
 
 
 class FiltersIn(BaseModel):
@@ -148,8 +154,19 @@ class EditIn(BaseModel):
 
     # the memory's own limit (500 characters, after stripping) is checked by
     # `Memory.edit`: 422 "Invalid edit"; this bound only keeps bodies small
-    content: Annotated[Text, Field(min_length=1, max_length=MAX_MESSAGE_CHARS)]
+    content: Annotated[Text, Field(min_length=1, max_length=MAX_MESSAGE_CHARS)] | None = None
     actor: Actor = Field("person", description="who made the edit, as its history will say")
+    expires_at: Timestamp | None = Field(
+        None,
+        description="when the memory stops being served (null: never); left as it is "
+        "when the field is not sent",
+    )
+
+    @model_validator(mode="after")
+    def _something(self) -> EditIn:
+        if self.content is None and "expires_at" not in self.model_fields_set:
+            raise ValueError("give the new content, expires_at, or both")
+        return self
 
 
 # --- responses -------------------------------------------------------------------------
@@ -181,6 +198,7 @@ class MemoryOut(BaseModel):
     created_at: datetime
     updated_at: datetime
     version: int = 1
+    expires_at: datetime | None = None
 
     @classmethod
     def of(cls, mem: MemoryItem) -> MemoryOut:

@@ -60,6 +60,7 @@ class WorkerStats:
     attempts: int = 0
     last_error: str | None = None
     started_at: float | None = None
+    swept: int = 0  # expired memories this worker deleted (settings.sweep_every)
 
 
 class Worker:
@@ -140,10 +141,14 @@ class Worker:
                 self._resume_interrupted()
             except Exception:
                 log.exception("cannot read the failed sessions of the log")
+        next_sweep = time.monotonic()
         while not self._stop.is_set():
             self._wake.clear()
             try:
                 self.run_once()
+                if n == 0 and self.settings.sweep_every and time.monotonic() >= next_sweep:
+                    next_sweep = time.monotonic() + self.settings.sweep_every
+                    self.sweep()
             except Exception:  # the loop must survive anything a session throws at it
                 log.exception("worker loop error")
                 self._stop.wait(self.settings.poll_interval)
@@ -174,6 +179,16 @@ class Worker:
             if lease.try_acquire():
                 with lease:
                     self.memory.store.requeue_session(*key_of(rec))
+
+    def sweep(self) -> int:
+        """Delete the memories whose expiry has passed (every user's); how many. A
+        session being applied meanwhile that updates one of them fails that try and
+        is planned again."""
+        gone = self.memory.sweep_expired()
+        if gone:
+            log.info("swept %d expired memories", len(gone))
+        self._count(swept=len(gone))
+        return len(gone)
 
     # --- the queue -----------------------------------------------------------------
     def _lease(self, user_id: str) -> UserLease:
@@ -362,9 +377,15 @@ class Worker:
         return None
 
     def _count(
-        self, applied: int = 0, failed: int = 0, attempts: int = 0, last_error: str | None = None
+        self,
+        applied: int = 0,
+        failed: int = 0,
+        attempts: int = 0,
+        last_error: str | None = None,
+        swept: int = 0,
     ) -> None:
         with self._state:
+            self.stats.swept += swept
             self.stats.applied += applied
             self.stats.failed += failed
             self.stats.attempts += attempts

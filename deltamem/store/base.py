@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 
@@ -79,6 +80,9 @@ class PlannedWrite:
     # (this write's memory), and the rule that found it (deltamem.rules)
     outdates: list[str] = field(default_factory=list)
     outdates_rule: str | None = None
+    # when the memory stops being served (deltamem/expiry.py); for an update, None
+    # keeps the memory's expiry as it is
+    expires_at: datetime | None = None
 
 
 @dataclass
@@ -231,6 +235,19 @@ class Store(ABC):
         embedding, keyword index, version + 1, updated_at) and an `update` in its history
         by `actor`, with no session. The memory keeps its event time, type and where it
         came from (session, turns). None if there is no such memory."""
+
+    @abstractmethod
+    def set_expiry(self, memory_id: str, expires_at: datetime | None) -> bool:
+        """Set (None: clear) when a memory stops being served; its content and history
+        are unchanged. False if there is no such memory."""
+
+    @abstractmethod
+    def sweep_expired(
+        self, now: datetime, user_id: str | None = None, actor: str = "expiry"
+    ) -> list[MemoryItem]:
+        """Delete for good the memories whose expiry is at or before `now` (the user's
+        only, if given), in one transaction, each with a `delete` in its history by
+        `actor`, as `delete` does. Returns them as they were."""
 
     @abstractmethod
     def reset(self, user_id: str, agent_id: str | None = None, keep_log: bool = False) -> int:

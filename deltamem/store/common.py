@@ -6,6 +6,7 @@ writes read back, and the row a model call is logged as."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 
@@ -24,6 +25,12 @@ CALL_COLUMNS = (
 
 # the history columns, in the order `history_row` gives them
 HISTORY_COLUMNS = "memory_id, user_id, op, old_content, new_content, session_id, actor, at"
+
+
+def expiry_text(at: datetime | None) -> str | None:
+    """An expiry as the SQLite store keeps it: ISO 8601 in UTC with microseconds, so
+    that comparing the texts compares the instants."""
+    return None if at is None else at.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def migration_scripts(package: str) -> list[tuple[int, str]]:

@@ -46,8 +46,8 @@ class PostgresSessionLog:
             # ON CONFLICT waits for a concurrent writer of the same session, then yields.
             row = cur.execute(
                 """INSERT INTO sessions (user_id, agent_id, session_id, ts, timestamp, messages,
-                   content_hash, created_at, indexed, deferred)
-                   VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)
+                   content_hash, created_at, indexed, deferred, expires_at)
+                   VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)
                    ON CONFLICT (user_id, agent_id, session_id) DO NOTHING RETURNING seq""",
                 (
                     *key,
@@ -58,6 +58,7 @@ class PostgresSessionLog:
                     utcnow(),
                     episodes is not None,
                     rec.status == "deferred",
+                    rec.expires_at,
                 ),
             ).fetchone()
             if row is not None:

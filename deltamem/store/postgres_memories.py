@@ -42,7 +42,7 @@ Row = dict[str, Any]
 
 _MEMORY_COLS = (
     "id, user_id, agent_id, content, timestamp, memory_type, keywords, session_id, turns, "
-    "created_at, updated_at, version, invalid_at, superseded_by"
+    "created_at, updated_at, version, invalid_at, superseded_by, expires_at"
 )
 
 
@@ -109,8 +109,9 @@ class PostgresMemories:
                 raise StoreError(f"a memory {mid!r} exists already")
         cur.execute(
             """INSERT INTO memories (id, user_id, agent_id, content, ts, timestamp, memory_type,
-               keywords, session_id, turns, created_at, updated_at, embedding, fts_text)
-               VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::vector,%s)""",
+               keywords, session_id, turns, created_at, updated_at, embedding, fts_text,
+               expires_at)
+               VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::vector,%s,%s)""",
             (
                 mid,
                 session.user_id,
@@ -120,6 +121,7 @@ class PostgresMemories:
                 now,
                 vector_literal(w.embedding),
                 _fts_text(w),
+                w.expires_at,
             ),
         )
         op = added(mid, w)
@@ -139,12 +141,13 @@ class PostgresMemories:
         cur.execute(
             """UPDATE memories SET content=%s, ts=%s, timestamp=%s, memory_type=%s, keywords=%s,
                session_id=%s, turns=%s, updated_at=%s, version=version+1, embedding=%s::vector,
-               fts_text=%s WHERE id=%s""",
+               fts_text=%s, expires_at=COALESCE(%s, expires_at) WHERE id=%s""",
             (
                 *written_values(session, w, Jsonb),
                 now,
                 vector_literal(w.embedding),
                 _fts_text(w),
+                w.expires_at,
                 w.memory_id,
             ),
         )
@@ -199,6 +202,38 @@ class PostgresMemories:
             )
             bump_search_version(cur, row["user_id"], "memories")
             return True
+
+    def set_expiry(self, memory_id: str, expires_at: datetime | None) -> bool:
+        if holds_nul([memory_id]):
+            return False
+        with self._tx() as cur:
+            cur.execute(
+                "UPDATE memories SET expires_at=%s, updated_at=%s WHERE id=%s",
+                (expires_at, utcnow(), memory_id),
+            )
+            return cur.rowcount > 0
+
+    def sweep_expired(
+        self, now: datetime, user_id: str | None = None, actor: str = "expiry"
+    ) -> list[MemoryItem]:
+        if holds_nul([user_id]):
+            return []
+        where = "expires_at IS NOT NULL AND expires_at <= %s"
+        params: list[Any] = [now]
+        if user_id is not None:
+            where += " AND user_id=%s"
+            params.append(user_id)
+        with self._tx() as cur:
+            rows = cur.execute(
+                f"DELETE FROM memories WHERE {where} RETURNING {_MEMORY_COLS}", params
+            ).fetchall()
+            gone = [POSTGRES_ROWS.memory(r) for r in rows]
+            at = utcnow()
+            for m in gone:
+                self._log_history(cur, m.id, m.user_id, "delete", m.content, None, None, actor, at)
+            for user in sorted({m.user_id for m in gone}):
+                bump_search_version(cur, user, "memories")
+        return gone
 
     def reset(self, user_id: str, agent_id: str | None = None, keep_log: bool = False) -> int:
         if holds_nul([user_id, agent_id]):
@@ -261,6 +296,9 @@ class PostgresMemories:
         extra, params = filter_sql(agent_id, filters)
         if filters is None or not filters.outdated:
             extra += " AND invalid_at IS NULL"
+        if filters is None or not filters.expired:
+            extra += " AND (expires_at IS NULL OR expires_at > %s)"
+            params.append(utcnow())
         rows = self._read(
             f"""SELECT {_MEMORY_COLS} FROM memories WHERE user_id=%s{extra}
                 ORDER BY ts, seq LIMIT %s""",

@@ -84,8 +84,8 @@ class PostgresUsers(UserData):
         cur.execute(
             """INSERT INTO memories (id, user_id, agent_id, content, ts, timestamp, memory_type,
                keywords, session_id, turns, created_at, updated_at, version, embedding, fts_text,
-               invalid_at, superseded_by)
-               VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::vector,%s,%s,%s)""",
+               invalid_at, superseded_by, expires_at)
+               VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::vector,%s,%s,%s,%s)""",
             (
                 m.memory_id,
                 m.user_id,
@@ -104,6 +104,7 @@ class PostgresUsers(UserData):
                 fold(" ".join([item.content, *item.keywords])),
                 item.invalid_at.isoformat() if item.invalid_at else None,
                 item.superseded_by,
+                item.expires_at,
             ),
         )
 

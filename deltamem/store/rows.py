@@ -63,6 +63,7 @@ class RowFormat:
             version=r["version"],
             invalid_at=datetime.fromisoformat(r["invalid_at"]) if r["invalid_at"] else None,
             superseded_by=r["superseded_by"],
+            expires_at=self.instant(r["expires_at"]) if r["expires_at"] else None,
         )
 
     def history(self, r: Row) -> HistoryEntry:
@@ -77,8 +78,7 @@ class RowFormat:
             user_id=r["user_id"],
         )
 
-    @staticmethod
-    def session(r: Row) -> SessionRecord:
+    def session(self, r: Row) -> SessionRecord:
         return SessionRecord(
             user_id=r["user_id"],
             agent_id=r["agent_id"] or None,
@@ -91,6 +91,7 @@ class RowFormat:
             error=r["error"],
             attempts=r["attempts"],
             seq=r["seq"],
+            expires_at=self.instant(r["expires_at"]) if r["expires_at"] else None,
         )
 
     @staticmethod

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from deltamem.llm.base import CallRecord
 from deltamem.store.base import PlannedEpisode
-from deltamem.store.common import CALL_COLUMNS, call_values, conflict
+from deltamem.store.common import CALL_COLUMNS, call_values, conflict, expiry_text
 from deltamem.store.rows import SQLITE_ROWS, stored_agent
 from deltamem.types import Operation, SessionRecord, SessionStatus, utcnow
 
@@ -46,7 +46,8 @@ class SQLiteSessionLog:
             messages = json.dumps([m.model_dump(mode="json") for m in rec.messages])
             cur = db.execute(
                 """INSERT INTO sessions (user_id, agent_id, session_id, ts, timestamp, messages,
-                   content_hash, created_at, indexed, deferred) VALUES (?,?,?,?,?,?,?,?,?,?)""",
+                   content_hash, created_at, indexed, deferred, expires_at)
+                   VALUES (?,?,?,?,?,?,?,?,?,?,?)""",
                 (
                     rec.user_id,
                     stored_agent(rec.agent_id),
@@ -58,6 +59,7 @@ class SQLiteSessionLog:
                     utcnow().isoformat(),
                     int(episodes is not None),
                     int(rec.status == "deferred"),
+                    expiry_text(rec.expires_at),
                 ),
             )
             if episodes:

@@ -11,6 +11,7 @@ import sqlite3
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from deltamem.store.common import (
     added,
     check_embedding,
     check_unapplied,
+    expiry_text,
     history_row,
     invalidated,
     prefix_end,
@@ -121,8 +123,8 @@ class SQLiteMemories:
             raise StoreError(f"a memory {mid!r} exists already")
         cur = db.execute(
             """INSERT INTO memories (id, user_id, agent_id, content, ts, timestamp, memory_type,
-               keywords, session_id, turns, created_at, updated_at, embedding)
-               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+               keywords, session_id, turns, created_at, updated_at, embedding, expires_at)
+               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
             (
                 mid,
                 session.user_id,
@@ -131,6 +133,7 @@ class SQLiteMemories:
                 now,
                 now,
                 self._blob(w.embedding),
+                expiry_text(w.expires_at),
             ),
         )
         db.execute(
@@ -154,12 +157,13 @@ class SQLiteMemories:
         w.memory_type = w.memory_type or row["memory_type"] or None
         db.execute(
             """UPDATE memories SET content=?, ts=?, timestamp=?, memory_type=?, keywords=?,
-               session_id=?, turns=?, updated_at=?, version=version+1, embedding=?
-               WHERE rowid=?""",
+               session_id=?, turns=?, updated_at=?, version=version+1, embedding=?,
+               expires_at=COALESCE(?, expires_at) WHERE rowid=?""",
             (
                 *written_values(session, w, json.dumps),
                 now,
                 self._blob(w.embedding),
+                expiry_text(w.expires_at),
                 rowid,
             ),
         )
@@ -221,6 +225,32 @@ class SQLiteMemories:
             )
             return True
 
+    def set_expiry(self, memory_id: str, expires_at: datetime | None) -> bool:
+        with self._tx() as db:
+            cur = db.execute(
+                "UPDATE memories SET expires_at=?, updated_at=? WHERE id=?",
+                (expiry_text(expires_at), utcnow().isoformat(), memory_id),
+            )
+            return cur.rowcount > 0
+
+    def sweep_expired(
+        self, now: datetime, user_id: str | None = None, actor: str = "expiry"
+    ) -> list[MemoryItem]:
+        where, params = "expires_at IS NOT NULL AND expires_at <= ?", [expiry_text(now)]
+        if user_id is not None:
+            where += " AND user_id=?"
+            params.append(user_id)
+        with self._tx() as db:
+            rows = db.execute(f"SELECT rowid, * FROM memories WHERE {where}", params).fetchall()
+            gone = [SQLITE_ROWS.memory(r) for r in rows]
+            self._remove_rows(db, [r["rowid"] for r in rows])
+            at = utcnow().isoformat()
+            for m in gone:
+                self._log_history(db, m.id, m.user_id, "delete", m.content, None, None, actor, at)
+            for user in sorted({m.user_id for m in gone}):
+                self._bump(db, user)
+        return gone
+
     def reset(self, user_id: str, agent_id: str | None = None, keep_log: bool = False) -> int:
         scope, params = "user_id=?", [user_id]
         if agent_id is not None:
@@ -280,6 +310,9 @@ class SQLiteMemories:
         extra, params = filter_sql(agent_id, filters)
         if filters is None or not filters.outdated:
             extra += " AND invalid_at IS NULL"
+        if filters is None or not filters.expired:
+            extra += " AND (expires_at IS NULL OR expires_at > ?)"
+            params.append(expiry_text(utcnow()))
         sql = f"SELECT * FROM memories WHERE user_id=?{extra} ORDER BY ts, rowid"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"

@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from deltamem.store.base import StoreError
-from deltamem.store.common import check_embedding
+from deltamem.store.common import check_embedding, expiry_text
 from deltamem.store.rows import SQLITE_ROWS, stored_agent
 from deltamem.store.users import USER_TABLES, ImportedMemory, UserData
 from deltamem.store.vectors import VectorCache
@@ -88,8 +88,8 @@ class SQLiteUsers(UserData):
         cur = db.execute(
             """INSERT INTO memories (id, user_id, agent_id, content, ts, timestamp, memory_type,
                keywords, session_id, turns, created_at, updated_at, version, embedding,
-               invalid_at, superseded_by)
-               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+               invalid_at, superseded_by, expires_at)
+               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
             (
                 m.memory_id,
                 m.user_id,
@@ -107,6 +107,7 @@ class SQLiteUsers(UserData):
                 self._blob(m.embedding),
                 item.invalid_at.isoformat() if item.invalid_at else None,
                 item.superseded_by,
+                expiry_text(item.expires_at),
             ),
         )
         db.execute(
