@@ -8,6 +8,7 @@ wrong) can still be found in the words of the user, dated by its session.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 
 from deltamem.embed.base import Embedder
 from deltamem.store.base import PlannedEpisode, Store
@@ -64,15 +65,24 @@ def embed_episodes(episodes: list[Episode], embedder: Embedder) -> list[PlannedE
     return [PlannedEpisode(e, v) for e, v in zip(episodes, vectors, strict=True)]
 
 
-def index_logged_sessions(store: Store, embedder: Embedder, batch: int = 100) -> int:
-    """Index the turns of every logged session that has none yet (a store written
-    before the episode tier); each session in its own transaction, so an
-    interrupted pass resumes where it stopped. Returns the sessions indexed."""
+def index_logged_sessions(
+    store: Store,
+    embedder: Embedder,
+    batch: int = 100,
+    stop: Callable[[], bool] | None = None,
+) -> int:
+    """Index the turns of every logged session that has none yet (logged without
+    them, e.g. by the REST API, or in a store written before the episode tier);
+    each session in its own transaction, so an interrupted pass (a kill -9
+    included) resumes where it stopped. `stop` is asked between sessions. Returns
+    the sessions indexed."""
     done = 0
     while True:
         pending = store.unindexed_sessions(limit=batch)
         if not pending:
             return done
         for rec in pending:
+            if stop is not None and stop():
+                return done
             store.index_episodes(rec, plan_episodes(rec, embedder))
             done += 1
