@@ -8,11 +8,14 @@ wrong) can still be found in the words of the user, dated by its session.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable
 
 from deltamem.embed.base import Embedder
 from deltamem.store.base import PlannedEpisode, Store
 from deltamem.types import Episode, SessionRecord
+
+log = logging.getLogger("deltamem")
 
 EPISODE_PREFIX = "ep_"
 # what the embedder reads of a long turn (MiniLM sees ~256 word pieces anyway)
@@ -74,15 +77,29 @@ def index_logged_sessions(
     """Index the turns of every logged session that has none yet (logged without
     them, e.g. by the REST API, or in a store written before the episode tier);
     each session in its own transaction, so an interrupted pass (a kill -9
-    included) resumes where it stopped. `stop` is asked between sessions. Returns
-    the sessions indexed."""
+    included) resumes where it stopped. `stop` is asked between sessions. A session
+    that cannot be indexed (the embedder fails on it, or is down) is logged and
+    left for the next pass: it holds back neither the others nor the caller.
+    Returns the sessions indexed."""
     done = 0
+    failed: set[tuple[str, str | None, str]] = set()
     while True:
-        pending = store.unindexed_sessions(limit=batch)
+        pending = [
+            r
+            for r in store.unindexed_sessions(limit=batch + len(failed))
+            if (r.user_id, r.agent_id, r.session_id) not in failed
+        ]
         if not pending:
             return done
         for rec in pending:
             if stop is not None and stop():
                 return done
-            store.index_episodes(rec, plan_episodes(rec, embedder))
+            try:
+                store.index_episodes(rec, plan_episodes(rec, embedder))
+            except Exception as exc:
+                failed.add((rec.user_id, rec.agent_id, rec.session_id))
+                log.warning(
+                    "session %r of %r not indexed now: %s", rec.session_id, rec.user_id, exc
+                )
+                continue
             done += 1

@@ -174,7 +174,9 @@ class Memory:
         if self._llm is not None and log_calls:
             self._llm.on_call(self.store.log_call)
         self.searcher = HybridSearcher(self.store, self.embedder)
-        # a store from before the episode tier: index its logged sessions once
+        # sessions logged without their turns (by the REST API, then a kill -9; or in a
+        # store from before the episode tier): index them now (one the embedder fails
+        # on is left for a worker's next pass)
         index_logged_sessions(self.store, self.embedder)
 
     # --- lazily built parts ----------------------------------------------------------

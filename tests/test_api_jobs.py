@@ -23,7 +23,7 @@ from fastapi.testclient import TestClient
 from test_api import FAST, HA, KEYS, is_problem, responder, session
 
 from deltamem.embed import Embedder
-from deltamem.embed.base import l2_normalise
+from deltamem.embed.base import EmbedderError, l2_normalise
 from deltamem.memory import MAX_SESSION_MESSAGES, Memory
 from deltamem.server.app import create_app
 from deltamem.server.scope import internal_user
@@ -130,6 +130,35 @@ def test_a_3mb_session_is_acknowledged_in_under_a_second(make_api: MakeApi) -> N
     ).json()["results"]
     # (the hashed vectors rank at random: the keyword ranking finds the turn)
     assert any(h["memory"]["content"].startswith("turn 6 codeword=whale") for h in hits)
+
+
+class PickyEmbedder(HashEmbedder):
+    """Fails on any text that says "unembeddable" (a remote embedder refusing it)."""
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if any("unembeddable" in t for t in texts):
+            raise EmbedderError("the embedding server refused the text (scripted)")
+        return super().embed(texts)
+
+
+def test_a_session_the_embedder_fails_on_holds_back_nothing(make_api: MakeApi) -> None:
+    client, mem = make_api(start_worker=False, embedder=PickyEmbedder)
+    bad = session("u", "otter", sid="s1")
+    bad["messages"][0]["content"] += " unembeddable"
+    for body in (bad, session("u", "heron", sid="s2")):
+        assert client.post("/v1/sessions", json=body, headers=HA).status_code == 202
+    worker = client.app.state.worker  # type: ignore[attr-defined]
+    assert worker.run_once() == 2
+    uid = internal_user("a", "u")
+    # s1 fails as a job would whoever embedded it (the manager embeds its turns too);
+    # s2, after it, is indexed and applied all the same
+    assert [(r.session_id, r.status) for r in mem.store.list_sessions(uid)] == [
+        ("s1", "failed"),
+        ("s2", "applied"),
+    ]
+    assert [m.content for m in mem.get_all(user_id=uid)] == ["The user's codeword is heron."]
+    assert [r.session_id for r in mem.store.unindexed_sessions()] == ["s1"]
+    assert mem.store.count_episodes(uid) == 2
 
 
 def test_a_session_logged_unindexed_is_indexed_when_the_store_opens(

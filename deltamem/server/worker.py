@@ -268,7 +268,10 @@ class Worker:
             self._busy += 1
         try:
             free_dead_local_leases(self.memory.store)  # e.g. left by a kill -9
-            self.index_logged()
+            try:
+                self.index_logged()
+            except Exception:  # e.g. the embedder is down: the sessions still apply
+                log.exception("could not index the logged sessions; tried again next pass")
             pending = self.memory.store.list_sessions(status="pending")
             for user in dict.fromkeys(rec.user_id for rec in pending):
                 if self._stop.is_set():
