@@ -8,10 +8,14 @@ wrong) can still be found in the words of the user, dated by its session.
 from __future__ import annotations
 
 import hashlib
+import logging
+from collections.abc import Callable
 
 from deltamem.embed.base import Embedder
 from deltamem.store.base import PlannedEpisode, Store
 from deltamem.types import Episode, SessionRecord
+
+log = logging.getLogger("deltamem")
 
 EPISODE_PREFIX = "ep_"
 # what the embedder reads of a long turn (MiniLM sees ~256 word pieces anyway)
@@ -64,15 +68,38 @@ def embed_episodes(episodes: list[Episode], embedder: Embedder) -> list[PlannedE
     return [PlannedEpisode(e, v) for e, v in zip(episodes, vectors, strict=True)]
 
 
-def index_logged_sessions(store: Store, embedder: Embedder, batch: int = 100) -> int:
-    """Index the turns of every logged session that has none yet (a store written
-    before the episode tier); each session in its own transaction, so an
-    interrupted pass resumes where it stopped. Returns the sessions indexed."""
+def index_logged_sessions(
+    store: Store,
+    embedder: Embedder,
+    batch: int = 100,
+    stop: Callable[[], bool] | None = None,
+) -> int:
+    """Index the turns of every logged session that has none yet (logged without
+    them, e.g. by the REST API, or in a store written before the episode tier);
+    each session in its own transaction, so an interrupted pass (a kill -9
+    included) resumes where it stopped. `stop` is asked between sessions. A session
+    that cannot be indexed (the embedder fails on it, or is down) is logged and
+    left for the next pass: it holds back neither the others nor the caller.
+    Returns the sessions indexed."""
     done = 0
+    failed: set[tuple[str, str | None, str]] = set()
     while True:
-        pending = store.unindexed_sessions(limit=batch)
+        pending = [
+            r
+            for r in store.unindexed_sessions(limit=batch + len(failed))
+            if (r.user_id, r.agent_id, r.session_id) not in failed
+        ]
         if not pending:
             return done
         for rec in pending:
-            store.index_episodes(rec, plan_episodes(rec, embedder))
+            if stop is not None and stop():
+                return done
+            try:
+                store.index_episodes(rec, plan_episodes(rec, embedder))
+            except Exception as exc:
+                failed.add((rec.user_id, rec.agent_id, rec.session_id))
+                log.warning(
+                    "session %r of %r not indexed now: %s", rec.session_id, rec.user_id, exc
+                )
+                continue
             done += 1

@@ -181,7 +181,9 @@ class Memory:
         if self._llm is not None and log_calls:
             self._llm.on_call(self.store.log_call)
         self.searcher = HybridSearcher(self.store, self.embedder)
-        # a store from before the episode tier: index its logged sessions once
+        # sessions logged without their turns (by the REST API, then a kill -9; or in a
+        # store from before the episode tier): index them now (one the embedder fails
+        # on is left for a worker's next pass)
         index_logged_sessions(self.store, self.embedder)
 
     # --- lazily built parts ----------------------------------------------------------
@@ -264,9 +266,14 @@ class Memory:
         agent_id: str | None = None,
         infer: bool = True,
         expires_at: str | datetime | None = None,
+        index: bool = True,
     ) -> SessionRecord:
         """Validate and durably log a session without processing it (queue semantics).
-        With `infer=False` it is logged "deferred": out of the queue until requeued."""
+        With `infer=False` it is logged "deferred": out of the queue until requeued.
+        With `index=False` its turns are not embedded now: the session is logged
+        unindexed, and `index_logged()` (which a worker runs before it processes
+        anything, and which runs whenever a Memory opens the store) indexes it later;
+        a big session is then logged in the time it takes to write it."""
         rec = self.session_record(
             messages,
             user_id=user_id,
@@ -279,8 +286,8 @@ class Memory:
         known = self.store.get_session(rec.user_id, rec.session_id, rec.agent_id)
         # its turns are indexed as episodes in the log entry's own transaction (a
         # session already logged is indexed already: nothing is embedded twice)
-        episodes = plan_episodes(rec, self.embedder) if known is None else []
-        stored, _ = self.store.log_session(rec, episodes)
+        episodes = plan_episodes(rec, self.embedder) if known is None and index else []
+        stored, _ = self.store.log_session(rec, episodes if index else None)
         return stored
 
     def session_record(
@@ -352,6 +359,12 @@ class Memory:
             on_progress=on_progress,
         )
 
+    def index_logged(self, stop: Callable[[], bool] | None = None) -> int:
+        """Index the turns of the logged sessions that are not indexed yet (logged
+        with `index=False`, or before the episode tier), each session in its own
+        transaction; returns how many. `stop` is asked between sessions."""
+        return index_logged_sessions(self.store, self.embedder, stop=stop)
+
     def _process(self, record: SessionRecord) -> AddResult:
         if record.status == "applied":
             ops = self.store.session_operations(record.user_id, record.session_id, record.agent_id)
@@ -412,6 +425,15 @@ class Memory:
         if rec is None:
             raise KeyError(f"no session {session_id!r} for user {user_id!r}")
         return self._process(rec)
+
+    def cancel(
+        self, session_id: str, *, user_id: str, agent_id: str | None = None
+    ) -> SessionStatus | None:
+        """Withdraw a logged session that is not applied (pending, deferred or failed)
+        from the log, with its episodes and model calls: no memory comes of it. A
+        worker planning it meanwhile has its apply refused and drops the result.
+        Returns the status it had ("applied": left as it is; None: no such session)."""
+        return self.store.cancel_session(user_id, session_id, agent_id)
 
     def replay(self, user_id: str, agent_id: str | None = None) -> list[AddResult]:
         """Rebuild a user's memory from the session log with the current manager."""

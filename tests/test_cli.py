@@ -475,6 +475,28 @@ def test_add_no_infer_stores_verbatim_and_resume_processes_later(tmp_path: Path)
     assert {r["session_id"]: r["status"] for r in session_rows(db)}["p1"] == "deferred"
 
 
+def test_cancel_withdraws_a_queued_session(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    with Memory(db, llm=NO_MODEL) as mem:
+        quiet = mem.add(list(QUIET), user_id="ana", session_id="q1")
+        assert quiet.status == "applied"
+        mem.log_session([user("I live in Porto."), bot("Nice.")], user_id="ana", session_id="p1")
+
+    def run(*args: str) -> Result:
+        return runner.invoke(app, ["--db", str(db), "--llm", NO_MODEL, *args])
+
+    res = run("cancel", "p1", "--user", "ana")
+    assert res.exit_code == 0, res.output
+    assert "cancelled session p1 (was pending)" in res.stdout
+    assert [r["session_id"] for r in session_rows(db)] == ["q1"]
+    with Memory(db, llm=NO_MODEL) as mem:
+        assert mem.store.count_episodes("ana") == 1  # q1's one turn: p1's went with it
+    res = run("cancel", "p1", "--user", "ana")
+    assert res.exit_code == 1 and "no session 'p1'" in res.output
+    res = run("cancel", "q1", "--user", "ana")
+    assert res.exit_code == 1 and "applied" in res.output
+
+
 def test_command_modules_do_not_import_each_other() -> None:
     """demo and diff share main's helpers through cli.render / cli.options, so
     importing either does not pull in main (no import cycle)."""

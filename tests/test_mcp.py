@@ -72,8 +72,9 @@ async def test_tools_remember_search_answer_list_history(memory: Memory) -> None
         assert len([o for o in done["operations"] if o["op"] == "add"]) == 2
 
         hits = (await call(client, "search", query="otter", user_id="martin", limit=5))["results"]
-        assert hits and "otter" in hits[0]["memory"]["content"]
-        assert all(h["memory"]["user_id"] == "martin" for h in hits)
+        assert hits and "otter" in hits[0]["content"]
+        full = await call(client, "search", query="otter", user_id="martin", verbose=True)
+        assert all(h["memory"]["user_id"] == "martin" for h in full["results"])
 
         listing = await call(client, "list_memories", user_id="martin")
         assert listing["count"] == 2
@@ -102,10 +103,10 @@ async def test_tools_are_scoped_by_tenant_and_user(memory: Memory) -> None:
             listing = await call(client, "list_memories", user_id="u")
             assert [m["content"] for m in listing["memories"]] == [f"The user's codeword is {own}."]
             hits = await call(client, "search", query="secreta secretb otheruser", user_id="u")
-            assert {(h["kind"], h["memory"]["content"]) for h in hits["results"]} == {
+            assert {(h["kind"], h["content"]) for h in hits["results"]} == {
                 ("fact", f"The user's codeword is {own}."),
-                ("episode", f"Remember codeword={own}."),  # the raw turns, this user's only
-                ("episode", "Will do."),
+                ("episode", f"user: Remember codeword={own}."),  # the raw turns, theirs only
+                ("episode", "assistant: Will do."),
             }
             ans = await call(client, "answer", question="codewords?", user_id="u")
             assert ans["answer"].split()[1:] == [own]
@@ -116,6 +117,46 @@ async def test_tools_are_scoped_by_tenant_and_user(memory: Memory) -> None:
         # job ids resolve under the caller's tenant only
         job = (await call(ca, "remember", messages=convo("secreta"), user_id="u"))["job_id"]
         assert (await cb.call_tool("job_status", {"job_id": job})).is_error
+
+
+async def test_search_hits_are_compact_unless_verbose(memory: Memory) -> None:
+    """An agent pays for every token of a tool result: by default a hit is its content,
+    kind, date and id, and the text is JSON on one line; verbose=true gives the full
+    record (user, agent, session, turns, created/updated, version) and the score."""
+    server = create_mcp_server(memory, tenant="acme", worker=Worker(memory, FAST))
+    async with Client(server) as client:
+        await call(
+            client,
+            "remember",
+            messages=convo("otter"),
+            user_id="martin",
+            timestamp="2029-02-13T10:51:39",
+            wait=True,
+        )
+        result = await client.call_tool("search", {"query": "otter", "user_id": "martin"})
+        assert not result.is_error and result.structured_content is not None
+        hits = result.structured_content["results"]
+        fact = next(h for h in hits if h["kind"] == "fact")
+        assert fact == {
+            "content": "The user's codeword is otter.",
+            "kind": "fact",
+            "date": "2029-02-13",
+            "id": memory.get_all(user_id=internal_user("acme", "martin"))[0].id,
+        }
+        assert all(set(h) == {"content", "kind", "date", "id"} for h in hits)
+        [text] = result.content
+        assert text.type == "text" and "\n" not in text.text  # type: ignore[union-attr]
+        assert json.loads(text.text) == result.structured_content  # type: ignore[union-attr]
+        for field in ("created_at", "updated_at", "version", "score"):
+            assert field not in text.text  # type: ignore[union-attr]
+        # the id is the one memory_history takes
+        hist = await call(client, "memory_history", memory_id=fact["id"])
+        assert [h["op"] for h in hist["history"]] == ["add"]
+
+        verbose = await call(client, "search", query="otter", user_id="martin", verbose=True)
+        full = next(h for h in verbose["results"] if h["kind"] == "fact")
+        assert full["memory"]["id"] == fact["id"] and full["score"] > 0
+        assert {"created_at", "updated_at", "version", "session_id"} <= set(full["memory"])
 
 
 async def test_a_conflict_names_the_callers_user_not_the_tenant_scoped_one(

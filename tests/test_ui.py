@@ -41,9 +41,13 @@ Made = tuple[TestClient, Memory, Manager]
 def make(tmp_path: Path, embedder: Embedder) -> Iterator[Callable[..., Made]]:
     opened: list[tuple[TestClient, Memory]] = []
 
-    def build(local: bool = False, client: tuple[str, int] = ("testclient", 50000)) -> Made:
+    def build(
+        local: bool = False,
+        client: tuple[str, int] = ("testclient", 50000),
+        start_worker: bool = True,
+    ) -> Made:
         mem, manager = seeded_memory(tmp_path / str(len(opened)), embedder)
-        app = create_app(mem, KEYS, worker_settings=FAST, ui_local=local)
+        app = create_app(mem, KEYS, worker_settings=FAST, ui_local=local, start_worker=start_worker)
         base = "http://127.0.0.1:8765" if client[0] == "127.0.0.1" else "http://testserver"
         tc = TestClient(app, base_url=base, client=client, follow_redirects=False)
         tc.__enter__()
@@ -94,21 +98,32 @@ def test_user_page_lists_live_facts_newest_event_first_and_sessions(ui: Made) ->
     assert BEAGLE not in text  # the old version is history, not a live fact
     assert "3 live" in text
     statuses = re.findall(r'class="badge status-(\w+)"', page.text)
-    assert statuses == ["deferred", "parked", "done", "done"]  # newest session first
+    # the API's words (applied, not "done"), newest session first
+    assert statuses == ["deferred", "parked", "applied", "applied"]
 
 
-def test_search_is_the_fused_search_with_kinds_and_scores(ui: Made) -> None:
+def test_search_is_the_fused_search_with_kinds_ranks_and_relevance(ui: Made) -> None:
+    from deltamem.server.ui_views import relevance
+
     client, mem, _ = ui
     page = client.get("/ui/users/martin", params={"q": "green tea"}, headers=HA)
     assert page.status_code == 200
     rows = re.findall(
-        r'<tr class="hit kind-(\w+)">.*?class="num score">([0-9.]+)</td>', page.text, re.S
+        r'<tr class="hit kind-(\w+)">\s*<td class="num rank">(\d+)</td>.*?'
+        r'class="num score">(\d+)</span>',
+        page.text,
+        re.S,
     )
-    kinds = {k for k, _ in rows}
+    kinds = {k for k, _, _ in rows}
     assert kinds == {"fact", "episode"}
     api = mem.search("green tea", user_id="a:martin", limit=50)
-    assert [k for k, _ in rows] == [h.kind for h in api]  # the same ranking as the API
-    assert [float(s) for _, s in rows] == [round(h.score, 4) for h in api]
+    assert [k for k, _, _ in rows] == [h.kind for h in api]  # the same ranking as the API
+    assert [int(r) for _, r, _ in rows] == list(range(1, len(api) + 1))
+    # a relevance of 0-100 a person reads, not the raw fused score (0.0328)
+    shown = [int(v) for _, _, v in rows]
+    assert shown == [relevance(h.score) for h in api] and shown[0] > 0
+    assert all(0 <= v <= 100 for v in shown) and shown == sorted(shown, reverse=True)
+    assert not re.search(r"\b0\.0\d{2,}", text_of(page.text))
     # filters narrow the list and the search alike
     only = client.get("/ui/users/martin", params={"type": "event"}, headers=HA)
     assert RUFUS_TWO in text_of(only.text) and TEA not in text_of(only.text)
@@ -206,7 +221,75 @@ def test_retry_of_a_parked_session(ui: Made) -> None:
     rec = mem.session("s3", user_id="a:martin")
     assert rec is not None and rec.status == "applied"
     page = client.get("/ui/users/martin/sessions/s3", headers=HA)
-    assert "Martin plays chess." in page.text and "status-done" in page.text
+    assert "Martin plays chess." in page.text and "status-applied" in page.text
+
+
+def test_a_deleted_fact_is_listed_on_the_user_page_with_its_history(ui: Made) -> None:
+    client, mem, _ = ui
+    assert 'id="deleted"' not in client.get("/ui/users/martin", headers=HA).text
+    mid = fact_id(mem, "a:martin", TEA)
+    assert client.post(f"/ui/users/martin/facts/{mid}/delete", headers=HA).status_code == 303
+    page = client.get("/ui/users/martin", headers=HA)
+    section = page.text.split('id="deleted"', 1)[1].split("</section>", 1)[0]
+    link = re.search(r'class="history-link" href="([^"]+)"><del>([^<]*)</del>', section)
+    assert link is not None and link.groups() == (f"/ui/users/martin/facts/{mid}", TEA)
+    assert "edited by a person" in text_of(section)  # who deleted it
+    history = client.get(link.group(1), headers=HA)
+    assert history.status_code == 200 and "Deleted fact" in history.text
+    assert re.findall(r'<li class="version op-(\w+)', history.text) == ["add", "delete"]
+
+
+def test_a_very_short_hand_edit_is_saved_only_once_confirmed(ui: Made) -> None:
+    client, mem, _ = ui
+    mid = fact_id(mem, "a:martin", TEA)
+    url = f"/ui/users/martin/facts/{mid}/edit"
+    asked = client.post(url, data={"content": "x"}, headers=HA)
+    assert asked.status_code == 200 and 'id="confirm-edit"' in asked.text
+    assert "very short for a fact" in text_of(asked.text)
+    assert mem.get(mid).content == TEA and len(mem.history(mid)) == 1  # type: ignore[union-attr]
+    # the page's form says yes
+    form = asked.text.split('id="confirm-edit"', 1)[1].split("</form>", 1)[0]
+    fields = dict(re.findall(r'name="(\w+)" value="([^"]*)"', form))
+    assert fields["content"] == "x" and fields["confirmed"] == "1"
+    r = client.post(url, data=fields, headers=HA)
+    assert r.status_code == 303 and r.headers["location"].endswith("?done=edited")
+    assert mem.get(mid).content == "x"  # type: ignore[union-attr]
+    # an ordinary edit is not asked about
+    r = client.post(url, data={"content": ROOIBOS}, headers=HA)
+    assert r.status_code == 303 and mem.get(mid).content == ROOIBOS  # type: ignore[union-attr]
+
+
+def test_cancel_a_pending_session(ui: Made) -> None:
+    client, mem, _ = ui
+    page = client.get("/ui/users/martin/sessions/s4", headers=HA)  # deferred: not applied
+    assert 'id="cancel-form"' in page.text and "Cancel" in text_of(page.text)
+    applied = client.get("/ui/users/martin/sessions/s1", headers=HA)
+    assert 'id="cancel-form"' not in applied.text
+    r = client.post("/ui/users/martin/sessions/s4/cancel", headers=HA)
+    assert r.status_code == 303 and r.headers["location"] == "/ui/users/martin?done=cancelled"
+    assert mem.session("s4", user_id="a:martin") is None
+    assert "Cancelled" in client.get(r.headers["location"], headers=HA).text
+    assert client.get("/ui/users/martin/sessions/s4", headers=HA).status_code == 404
+    # an applied session is not cancelled
+    r = client.post("/ui/users/martin/sessions/s1/cancel", headers=HA)
+    assert r.status_code == 409 and mem.session("s1", user_id="a:martin") is not None
+
+
+def test_without_a_worker_the_inspector_says_nothing_processes_the_session(
+    make: Callable[..., Made],
+) -> None:
+    """`deltamem ui --no-worker`: "Process now" would be a promise nobody keeps."""
+    client, mem, _ = make(start_worker=False)
+    page = client.get("/ui/users/martin/sessions/s4", headers=HA)
+    text = text_of(page.text)
+    assert "Process now" not in text and "Queue for a worker" in text
+    assert "No worker runs beside this inspector" in text
+    r = client.post("/ui/users/martin/sessions/s4/retry", headers=HA)
+    assert r.status_code == 303 and r.headers["location"].endswith("done=queued")
+    after = text_of(client.get(r.headers["location"], headers=HA).text)
+    assert "no worker runs beside this inspector" in after and "will process" not in after
+    rec = mem.session("s4", user_id="a:martin")
+    assert rec is not None and rec.status == "pending"  # queued, for a worker to come
 
 
 # --- access -------------------------------------------------------------------------------
@@ -253,6 +336,7 @@ def _routes(mem: Memory) -> dict[str, tuple[str, dict[str, str]]]:
         "edit": (f"/ui/users/martin/facts/{mid}/edit", {"content": "Hijacked."}),
         "delete": (f"/ui/users/martin/facts/{mid}/delete", {}),
         "retry": ("/ui/users/martin/sessions/s3/retry", {}),
+        "cancel": ("/ui/users/martin/sessions/s4/cancel", {}),
     }
 
 
@@ -262,7 +346,7 @@ def _state(mem: Memory) -> Any:
     return facts, sessions
 
 
-@pytest.mark.parametrize("route", ["edit", "delete", "retry"])
+@pytest.mark.parametrize("route", ["edit", "delete", "retry", "cancel"])
 @pytest.mark.parametrize("how", ["bearer", "cookie"])
 def test_another_tenant_gets_404_and_changes_nothing(ui: Made, route: str, how: str) -> None:
     client, mem, manager = ui

@@ -156,7 +156,7 @@ def test_search_open_a_fact_see_its_source_edit_it_see_the_new_version(
     expect(page.locator("table.facts tr.fact")).to_have_count(3)
     shot(page, "user", full=True)
 
-    # search: the fused search, each hit labelled with its kind and score
+    # search: the fused search, each hit labelled with its kind, rank and relevance
     page.fill("input[name=q]", "beagle Rufus")
     page.press("input[name=q]", "Enter")
     page.wait_for_url(re.compile(r"q=beagle"))
@@ -164,8 +164,10 @@ def test_search_open_a_fact_see_its_source_edit_it_see_the_new_version(
     expect(hits.first).to_be_visible()
     kinds = set(page.locator("table.hits .badge").all_inner_texts())
     assert kinds == {"fact", "episode"}
-    scores = [float(s) for s in page.locator("td.score").all_inner_texts()]
-    assert scores == sorted(scores, reverse=True) and scores[0] > 0
+    ranks = [int(r) for r in page.locator("td.rank").all_inner_texts()]
+    assert ranks == list(range(1, len(ranks) + 1))
+    scores = [int(s) for s in page.locator("span.score").all_inner_texts()]  # 0-100
+    assert scores == sorted(scores, reverse=True) and 0 < scores[0] <= 100
     shot(page, "search")
 
     # open the fact: its timeline, with the source turn highlighted in an excerpt
@@ -184,7 +186,8 @@ def test_search_open_a_fact_see_its_source_edit_it_see_the_new_version(
     expect(turn).to_have_class(re.compile(r"\bhl\b"))
     expect(turn).to_be_in_viewport()
     expect(page.locator("#turn-2")).not_to_have_class(re.compile(r"\bhl\b"))
-    expect(page.locator("table.refused td.reason")).to_have_text("add restates a known memory")
+    reason = page.locator("table.refused td.reason")
+    expect(reason).to_have_text("RESTATES_KNOWN add restates a known memory")  # rule, why
     expect(page.locator("table.calls tr.call")).to_have_count(1)
     page.locator("table.calls summary").click()  # the raw reply
     expect(page.locator("table.calls pre")).to_contain_text('"operations"')
@@ -224,13 +227,21 @@ def test_delete_after_confirming_and_retry_a_parked_session(
     page.click("button.danger")
     page.wait_for_url(re.compile(r"done=deleted"))
     assert TEA not in [m.content for m in mem.get_all(user_id="a:martin")]
+    # the deleted fact stays reachable from the user page, with its history
+    expect = sync_api.expect
+    deleted = page.locator("#deleted a.history-link", has_text=TEA)
+    expect(deleted).to_be_visible()
+    deleted.click()
+    page.wait_for_url(re.compile(r"/facts/"))
+    expect(page.locator("ol.timeline > li.version")).to_have_count(2)
+    expect(page.locator("li.op-delete .actor")).to_have_text("edited by a person")
 
     page.goto(f"{url}/ui/users/martin/sessions/s3")
     sync_api.expect(page.locator("h1 .badge")).to_have_text("parked")
     page.click("#retry-form button")
     page.wait_for_url(re.compile(r"done=retried"))
     deadline = time.monotonic() + 15
-    while page.locator("h1 .badge").inner_text() != "done":
+    while page.locator("h1 .badge").inner_text() != "applied":
         assert time.monotonic() < deadline, "the retried session was not processed"
         time.sleep(0.2)
         page.reload()
@@ -299,3 +310,56 @@ def test_deltamem_ui_opens_without_a_key_on_loopback(
     assert page.url.endswith("/ui/users")  # no login form
     assert page.locator("ul.users li").all_inner_texts() == ["a:martin", "b:bea"]
     shot(page, "users", height=200)
+
+
+def test_a_very_short_or_unchanged_edit_asks_first(
+    site: Callable[..., tuple[str, Memory]], page_of: Callable[[], Any]
+) -> None:
+    url, mem = site()
+    page = page_of()
+    log_in(page, url, KEY_A, "/ui/users/martin")
+    mid = fact_id(mem, "a:martin", TEA)
+    page.goto(f"{url}/ui/users/martin/facts/{mid}")
+    page.locator("details#edit summary").click()
+    asked: list[str] = []
+
+    def answer(accept: bool) -> Callable[[Any], None]:
+        def on(dialog: Any) -> None:
+            asked.append(dialog.message)
+            dialog.accept() if accept else dialog.dismiss()
+
+        return on
+
+    # unchanged: asked, and saying no sends nothing
+    page.once("dialog", answer(False))
+    page.click("#edit-form button[type=submit]")
+    assert asked and "unchanged" in asked[-1]
+    # "x": asked; no keeps the fact, yes saves it as a new version
+    page.fill("textarea[name=content]", "x")
+    page.once("dialog", answer(False))
+    page.click("#edit-form button[type=submit]")
+    assert "very short" in asked[-1]
+    assert mem.get(mid).content == TEA and len(mem.history(mid)) == 1  # type: ignore[union-attr]
+    page.once("dialog", answer(True))
+    page.click("#edit-form button[type=submit]")
+    page.wait_for_url(re.compile(r"done=edited"))
+    assert mem.get(mid).content == "x"  # type: ignore[union-attr]
+    assert len(asked) == 3  # the server did not ask again
+
+
+def test_cancel_a_pending_session_after_confirming(
+    site: Callable[..., tuple[str, Memory]], page_of: Callable[[], Any]
+) -> None:
+    url, mem = site()
+    page = page_of()
+    log_in(page, url, KEY_A, "/ui/users/martin/sessions/s4")
+    sync_api.expect(page.locator("h1 .badge")).to_have_text("deferred")
+    page.once("dialog", lambda dialog: dialog.dismiss())
+    page.click("#cancel-form button")
+    assert mem.session("s4", user_id="a:martin") is not None
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#cancel-form button")
+    page.wait_for_url(re.compile(r"/ui/users/martin\?done=cancelled$"))
+    sync_api.expect(page.locator("p.flash")).to_contain_text("Cancelled")
+    assert mem.session("s4", user_id="a:martin") is None
+    assert "s4" not in page.locator("table.sessions").inner_text()

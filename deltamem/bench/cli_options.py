@@ -5,7 +5,6 @@ summary printed at the end."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -170,6 +169,57 @@ def judge_llm_for(
     return judge_llm
 
 
+# what the summary leaves to metrics.json: breakdowns and per-item lists
+_SUMMARY_SKIPS = ("by_", "capacity", "qa_by_session")
+# of a system's cost, the per-session figures (the totals grow with the run's size)
+_SUMMARY_COST = ("llm_calls_per_session", "prompt_tokens_per_session")
+SUMMARY_ROWS = 30  # one screen
+
+
+def summary_rows(metrics: dict) -> tuple[list[str], list[tuple[str, list[object]]]]:
+    """The systems (columns) and the headline figures (rows: name, one value per
+    system) of a run's metrics: each system's numbers and those of its sections
+    one level down (HaluMem's extraction, update, qa...), without breakdowns."""
+    systems = [name for name, m in metrics.items() if isinstance(m, dict)]
+    names: dict[str, None] = {}
+
+    def leaves(m: dict, prefix: str = "", depth: int = 0) -> dict[str, object]:
+        found: dict[str, object] = {}
+        for key, value in m.items():
+            name = f"{prefix}{key}"
+            if key.startswith(_SUMMARY_SKIPS) or key == "benchmark":
+                continue
+            if prefix == "cost." and key not in _SUMMARY_COST:
+                continue
+            if isinstance(value, dict) and depth == 0:
+                found.update(leaves(value, f"{name}.", 1))
+            elif value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
+                found[name] = value
+        return found
+
+    per_system = {s: leaves(metrics[s]) for s in systems}
+    for s in systems:
+        names.update(dict.fromkeys(per_system[s]))
+    return systems, [(n, [per_system[s].get(n) for s in systems]) for n in names]
+
+
 def print_summary(metrics: dict, out: Path) -> None:
-    console.print(f"[bold]metrics[/bold] → {out / 'metrics.json'}")
-    console.print_json(json.dumps(metrics, default=str)[:20000])
+    """A one-screen table of the headline figures on stdout; everything else (the
+    breakdowns, the cost totals) is in the run directory's metrics.json."""
+    from rich.table import Table
+
+    systems, rows = summary_rows(metrics)
+    benchmark = next((m.get("benchmark") for m in metrics.values() if isinstance(m, dict)), None)
+    table = Table(title=f"{benchmark or 'bench'}: {out}", title_justify="left")
+    table.add_column("metric")
+    for s in systems:
+        table.add_column(s, justify="right")
+    for name, values in rows[:SUMMARY_ROWS]:
+        cells = [
+            "—" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v) for v in values
+        ]
+        table.add_row(name, *cells)
+    stdout = Console()
+    stdout.print(table)
+    more = f"{len(rows) - SUMMARY_ROWS} more figures and " if len(rows) > SUMMARY_ROWS else ""
+    stdout.print(f"{more}the breakdowns: {out / 'metrics.json'}", markup=False, soft_wrap=True)

@@ -441,6 +441,32 @@ def retry(
 
 
 @app.command()
+def cancel(
+    session_id: str = typer.Argument(
+        ...,
+        help="The session's id, as `deltamem sessions` lists it.",
+        callback=_id_param("session_id"),
+    ),
+    user: str = UserOpt,
+    agent: str | None = typer.Option(
+        None,
+        "--agent",
+        help="The agent the session was added for, if any.",
+        callback=_id_param("agent_id"),
+    ),
+) -> None:
+    """Cancel a queued job: withdraw a session that is not applied (pending, deferred or
+    failed) from the log, with its episodes. A worker processing it drops its result.
+    An applied session cannot be cancelled (delete its memories instead)."""
+    was = memory().cancel(session_id, user_id=user, agent_id=agent)
+    if was is None:
+        fail(f"no session {session_id!r} for user {user!r}", 1)
+    if was == "applied":
+        fail(f"session {session_id!r} is applied: delete its memories instead", 1)
+    out.print(f"cancelled session {escape(session_id)} (was {was})", soft_wrap=True)
+
+
+@app.command()
 def replay(user: str = UserOpt, as_json: bool = JsonFlag) -> None:
     """Rebuild a user's memory from the session log with the current manager."""
     results = memory().replay(user)

@@ -3,8 +3,11 @@
     app = create_app(Memory(path), {"key-of-acme": "acme"})
 
 Writes are queued: ``POST /v1/sessions`` logs the session durably and answers 202
-with a job id; the `Worker` does the LLM work. Every `Memory` call runs in a worker
-thread, so the event loop never waits on the LLM, the embedder or the database.
+with a job id; the `Worker` does the rest (embedding the session's turns as
+episodes, then the LLM work), so the answer comes at once whatever the session's
+size. ``DELETE /v1/jobs/{id}`` cancels a job that is not applied. Every `Memory`
+call runs in a worker thread, so the event loop never waits on the LLM, the
+embedder or the database.
 The OpenAPI spec is at ``/openapi.json`` (docs at ``/docs``).
 """
 
@@ -160,7 +163,9 @@ def create_app(
     # --- sessions and jobs -------------------------------------------------------------
     @app.post("/v1/sessions", status_code=202, response_model=JobOut, tags=["sessions"])
     async def submit_session(body: SessionIn, tenant: Tenant) -> JobOut:
-        """Log a dialogue session durably and queue it; 202 with the job to poll."""
+        """Log a dialogue session durably and queue it; 202 with the job to poll. The
+        session is in the log before the answer; its turns are embedded (searchable
+        as episodes) by the worker, so the answer does not wait for them."""
         rec = await run(
             memory.log_session,
             [m.model_dump(exclude_none=True) for m in body.messages],
@@ -170,9 +175,9 @@ def create_app(
             agent_id=body.agent_id,
             infer=body.infer,
             expires_at=body.expires_at,
+            index=False,
         )
-        if body.infer:
-            worker.wake()
+        worker.wake()  # a deferred session (infer=false) is indexed by the worker too
         view = await run(worker.job, (rec.user_id, rec.session_id, rec.agent_id))
         assert view is not None  # logged just now; the log does not lose sessions
         return view
@@ -198,6 +203,27 @@ def create_app(
         """A job's status, read back from the session log."""
         rec = await _job_record(tenant, job_id)
         return await _job_view(rec, job_id)
+
+    @app.delete("/v1/jobs/{job_id}", response_model=JobOut, tags=["sessions"])
+    async def cancel_job(job_id: str, tenant: Tenant) -> JobOut:
+        """Cancel a job that is not applied (pending, running, deferred or failed): its
+        session is withdrawn from the log with its episodes, so no memory comes of it;
+        a running job is not waited for, its worker drops the result. The answer is
+        the job as it was, with status "cancelled"; the job is gone after it (404).
+        409 for an applied job (delete its memories instead)."""
+        rec = await _job_record(tenant, job_id)
+        view = await _job_view(rec, job_id)
+        was = await run(worker.cancel, (rec.user_id, rec.session_id, rec.agent_id))
+        if was is None:  # cancelled by someone else meanwhile
+            raise ApiError(404, f"no job {job_id!r}")
+        if was == "applied":
+            raise ApiError(
+                409,
+                f"job {job_id!r} is applied: it cannot be cancelled; delete its memories "
+                "(GET /v1/sessions/{id}/memories lists them)",
+                "Job applied",
+            )
+        return view.model_copy(update={"status": "cancelled"})
 
     @app.post("/v1/jobs/{job_id}/retry", status_code=202, response_model=JobOut, tags=["sessions"])
     async def retry_job(job_id: str, tenant: Tenant) -> JobOut:
@@ -279,32 +305,36 @@ def create_app(
         (session log and so the job queue, memories, history, episodes, keyword index,
         model call log, leases, cached banks); the answer counts what was removed by
         kind. With agent_id, only the memories, history and session log kept for that
-        agent. 404 for a user with nothing stored."""
+        agent. 404 for a user with nothing stored. The user's jobs that were not
+        applied are cancelled (`cancelled_jobs`), not waited for: one a worker is
+        running has its result dropped."""
         internal = _internal(tenant, user_id)
 
-        def reset() -> dict[str, int]:
+        def reset() -> tuple[dict[str, int], list[SessionRecord]]:
             try:
-                with worker.exclusive(internal):
-                    if not memory.store.list_sessions(internal) and not memory.store.count(
-                        internal
-                    ):
+                with worker.claimed(internal):
+                    sessions = memory.store.list_sessions(internal)
+                    if not sessions and not memory.store.count(internal):
                         raise ApiError(404, f"no user {user_id!r}")
+                    open_jobs = [
+                        r
+                        for r in sessions
+                        if r.status != "applied" and agent_id in (None, r.agent_id)
+                    ]
                     if agent_id is not None:
-                        return {"memories": memory.reset(internal, agent_id)}
-                    return memory.forget(internal)
+                        return {"memories": memory.reset(internal, agent_id)}, open_jobs
+                    return memory.forget(internal), open_jobs
             finally:
                 if agent_id is None:
                     worker.forget_user(internal)
 
-        try:
-            removed = await run(reset)
-        except LeaseBusy as exc:
-            raise ApiError(409, scope.for_caller(str(exc), internal), "User busy") from exc
+        removed, cancelled = await run(reset)
         return ResetOut(
             user_id=user_id,
             agent_id=agent_id,
             removed_memories=removed["memories"],
             removed=removed,
+            cancelled_jobs=[scope.job_id(user_id, r.session_id, r.agent_id) for r in cancelled],
         )
 
     @app.get(

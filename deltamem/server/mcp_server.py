@@ -2,7 +2,8 @@
 for an agent, over stdio or streamable HTTP.
 
 Tools: ``remember`` (queue a conversation; or wait for it), ``job_status``,
-``search``, ``answer``, ``list_memories``, ``memory_history``. Everything is scoped
+``search`` (compact hits: content, kind, date, id; ``verbose`` for full records),
+``answer``, ``list_memories``, ``memory_history``. Everything is scoped
 by user id inside a tenant: over stdio the tenant is the server's (``default``
 unless told); over HTTP it is the tenant of the request's API key (same keys as
 the REST API). No tool deletes: an agent talked into "forgetting everything" has
@@ -11,6 +12,7 @@ no way to remove a memory (deletion is the application's call, over REST).
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal, TypeVar
@@ -18,6 +20,7 @@ from typing import Annotated, Any, Literal, TypeVar
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -29,7 +32,7 @@ from deltamem.server.problems import supplied_key
 from deltamem.server.schemas import HistoryOut, JobOut, MemoryOut
 from deltamem.server.worker import Worker
 from deltamem.store.base import SessionConflict
-from deltamem.types import Operation
+from deltamem.types import Operation, SearchHit
 
 log = logging.getLogger("deltamem.mcp")
 T = TypeVar("T")
@@ -60,14 +63,31 @@ class RememberResult(BaseModel):
 
 
 class SearchResult(BaseModel):
+    """A hit in full (search with verbose=true): the whole record and its score."""
+
     memory: MemoryOut
     score: float
     kind: str = "fact"  # "episode": a raw turn of a past conversation
     speaker: str | None = None
 
 
+class CompactHit(BaseModel):
+    """A hit as search gives it by default: what an agent reads, nothing else."""
+
+    content: str  # an episode's is "speaker: words"
+    kind: str  # "fact" (of the memory bank) or "episode" (a turn of a past conversation)
+    date: str  # when it happened (event time), YYYY-MM-DD
+    id: str  # a fact's id is what memory_history takes
+
+    @classmethod
+    def of(cls, hit: SearchHit) -> CompactHit:
+        m = hit.memory
+        content = m.content if hit.kind == "fact" else f"{hit.speaker or '?'}: {m.content}"
+        return cls(content=content, kind=hit.kind, date=m.timestamp.date().isoformat(), id=m.id)
+
+
 class SearchResults(BaseModel):
-    results: list[SearchResult]
+    results: list[CompactHit | SearchResult]  # best first; SearchResult with verbose=true
 
 
 class AnswerResult(BaseModel):
@@ -79,6 +99,14 @@ class MemoryListing(BaseModel):
     user_id: str
     count: int
     memories: list[MemoryOut]
+
+
+def compact_result(model: BaseModel) -> CallToolResult:
+    """A tool's result whose text is JSON on one line, not indented (the SDK indents
+    it by two spaces a level: tokens an agent pays for and gains nothing from)."""
+    data = model.model_dump(mode="json")
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
 def _tenant(ctx: Context | None, default: str, keys: Mapping[str, str] | None) -> str:
@@ -144,6 +172,8 @@ def create_mcp_server(
                 session_id=session_id,
                 timestamp=timestamp,
                 agent_id=agent_id,
+                # not waiting: the worker embeds its turns, as for the REST API
+                index=wait,
             )
 
         try:
@@ -182,18 +212,24 @@ def create_mcp_server(
         query: Annotated[str, Field(min_length=1, max_length=4000)],
         user_id: str,
         limit: Annotated[int, Field(ge=1, le=100)] = 10,
+        verbose: bool = False,
         ctx: Context | None = None,
-    ) -> SearchResults:
-        """Search what is remembered about the user (hybrid semantic + keyword)."""
+    ) -> Annotated[CallToolResult, SearchResults]:
+        """Search what is remembered about the user (hybrid semantic + keyword), best
+        first. Each hit: content, kind (fact, or episode: a turn of a past
+        conversation), date, id. verbose=true gives each hit's full record and score."""
         hits = await run(memory.search, query, user_id=user(ctx, user_id), limit=limit)
-        return SearchResults(
+        found = SearchResults(
             results=[
                 SearchResult(
                     memory=MemoryOut.of(h.memory), score=h.score, kind=h.kind, speaker=h.speaker
                 )
+                if verbose
+                else CompactHit.of(h)
                 for h in hits
             ]
         )
+        return compact_result(found)
 
     @mcp.tool()
     async def answer(

@@ -99,7 +99,21 @@ def validation_problem(request: Request, exc: RequestValidationError) -> JSONRes
         for e in errors[:20]
     ]
     detail = "; ".join(f"{_where(e['loc'])}: {e['msg']}" for e in clean[:5]) or "invalid request"
+    if any(_over_size_limit(list(e["loc"]), str(e["type"])) for e in errors):
+        # a session over the documented size limits (docs/server.md): 413, as a body
+        # over the byte limit, so that a client treats every "too big" alike
+        return problem(413, detail, "Session too large", instance=request.url.path, errors=clean)
     return problem(422, detail, "Invalid request", instance=request.url.path, errors=clean)
+
+
+def _over_size_limit(loc: list[Any], kind: str) -> bool:
+    """A session with too many messages, or a message whose content is too long."""
+    loc = [str(p) for p in loc]
+    if loc[:2] != ["body", "messages"]:
+        return False
+    if kind not in ("too_long", "string_too_long"):
+        return False
+    return len(loc) == 2 or (len(loc) == 4 and loc[3] == "content")
 
 
 def install_handlers(app: FastAPI) -> None:

@@ -268,7 +268,8 @@ class SessionMemories(BaseModel):
     memories: list[MemoryOut]
 
 
-JobStatus = Literal["pending", "running", "applied", "failed", "deferred"]
+# "cancelled": only in the answer to DELETE /v1/jobs/{id} (the job is gone after it)
+JobStatus = Literal["pending", "running", "applied", "failed", "deferred", "cancelled"]
 
 
 class JobOut(BaseModel):
@@ -306,6 +307,11 @@ class ResetOut(BaseModel):
         description="rows removed by kind: sessions (the session log, which is the job "
         "queue), memories, history, episodes, calls (the model call log), leases; "
         "with agent_id, memories alone",
+    )
+    cancelled_jobs: list[str] = Field(
+        default_factory=list,
+        description="the user's jobs that were not applied (queued, running, deferred, "
+        "failed), cancelled with the user; a running one's result is dropped",
     )
 
 

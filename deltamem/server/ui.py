@@ -6,7 +6,8 @@
     /ui/users/{user}/facts/{id}            a fact's timeline with its source turns;
                                            edit and delete (by a person)
     /ui/users/{user}/sessions/{id}         transcript, status, operations (applied,
-                                           refused with reasons), LLM calls; retry
+                                           refused with reasons), LLM calls; retry,
+                                           cancel (a session not applied yet)
 
 Authentication, tenant scoping and cross-site protection are in `ui_auth`; another
 tenant's ids answer 404, exactly as unknown ones. The routes are thin: what a page
@@ -40,6 +41,7 @@ from deltamem.server.ui_auth import (
     header_key,
 )
 from deltamem.server.worker import Worker
+from deltamem.store.users import users_of
 from deltamem.types import MemoryItem, SearchFilters, SessionRecord
 
 SECURITY_HEADERS = {
@@ -54,11 +56,19 @@ FLASH = {
     "edited": "Saved: the new text is a new version, edited by a person.",
     "deleted": "Deleted: the deletion is kept in the fact's history.",
     "retried": "Queued again: the worker will process the session.",
+    # `deltamem ui --no-worker`: nothing here processes it
+    "queued": "Queued, but no worker runs beside this inspector (it was started with "
+    "--no-worker): the session is processed when a worker runs on this store "
+    "(`deltamem worker`, or `deltamem ui` without --no-worker).",
     "unchanged": "The text is the same: nothing was recorded.",
+    "cancelled": "Cancelled: the session was withdrawn from the log, with its turns; "
+    "no memory comes of it.",
 }
 TYPES = ("persona", "event", "relationship")
 MAX_HITS = 50
 MAX_FACTS = 500
+# a hand edit shorter than this (in characters) is saved only once confirmed
+SHORT_EDIT = 8
 
 
 class UiError(Exception):
@@ -118,7 +128,7 @@ def mount_ui(
     env = Environment(
         loader=PackageLoader("deltamem.server", "templates"), autoescape=True, trim_blocks=True
     )
-    env.filters.update(seg=views.seg, when=views.when)
+    env.filters.update(seg=views.seg, when=views.when, relevance=views.relevance)
     env.globals.update(
         user_url=views.user_url, fact_url=views.fact_url, session_url=views.session_url
     )
@@ -262,6 +272,7 @@ def mount_ui(
             facts=facts[:MAX_FACTS],
             more_facts=max(0, len(facts) - MAX_FACTS),
             total=memory.store.count(uid),
+            deleted=views.deleted_facts(users_of(memory.store).user_history(uid)),
             sessions=[(s, views.status_of(s, worker)) for s in sessions][::-1],
             error=error,
             flash=FLASH.get(done),
@@ -287,7 +298,16 @@ def mount_ui(
             if (rec := memory.session(sid, user_id=uid, agent_id=agent)) is not None
         }
         timeline = views.version_views(versions, user_id, recs)
-        return page("fact.html", viewer, code, user_id=user_id, mem=mem, timeline=timeline, **ctx)
+        return page(
+            "fact.html",
+            viewer,
+            code,
+            user_id=user_id,
+            mem=mem,
+            timeline=timeline,
+            short_edit=SHORT_EDIT,
+            **ctx,
+        )
 
     @router.post("/users/{user_id}/facts/{memory_id}/edit")
     def edit_fact(
@@ -295,8 +315,14 @@ def mount_ui(
     ) -> Response:
         guard(request, viewer, form)
         mem = owned_fact(viewer, user_id, memory_id)
+        content = form.get("content", "")
+        text = content.strip()
+        short = 0 < len(text) < SHORT_EDIT and text != mem.content.strip()
+        if short and form.get("confirmed") != "1":
+            # (the page's script asks first; without it, this page asks)
+            return render_fact(viewer, user_id, memory_id, confirm_short=text)
         try:
-            edited = memory.edit(memory_id, form.get("content", ""), actor=PERSON)
+            edited = memory.edit(memory_id, content, actor=PERSON)
         except InvalidEdit as exc:
             return render_fact(viewer, user_id, memory_id, 422, error=str(exc))
         if edited is None:
@@ -347,6 +373,7 @@ def mount_ui(
             calls=calls,
             totals=views.call_totals(calls),
             flash=FLASH.get(done),
+            worker_running=worker.running,
         )
 
     @router.post("/users/{user_id}/sessions/{session_id}/retry")
@@ -358,8 +385,20 @@ def mount_ui(
         done = ""
         if rec.status in ("failed", "deferred"):
             worker.request_retry((rec.user_id, rec.session_id, rec.agent_id))
-            done = "retried"
+            done = "retried" if worker.running else "queued"
         url = views.session_url(user_id, session_id, rec.agent_id)
         return redirect(url + ("&" if "?" in url else "?") + "done=" + done)
+
+    @router.post("/users/{user_id}/sessions/{session_id}/cancel")
+    def cancel_session(
+        request: Request, viewer: Auth, form: Form, user_id: str, session_id: str
+    ) -> Response:
+        """Withdraw a session not applied yet (`Worker.cancel`, as DELETE /v1/jobs/{id})."""
+        guard(request, viewer, form)
+        rec = owned_session(viewer, user_id, session_id, form.get("agent"))
+        was = worker.cancel((rec.user_id, rec.session_id, rec.agent_id))
+        if was == "applied":
+            raise UiError(409, "This session is applied: delete its facts instead.")
+        return redirect(views.user_url(user_id) + "?done=cancelled")
 
     app.include_router(router)

@@ -9,8 +9,9 @@ from datetime import datetime
 from urllib.parse import quote, urlencode
 
 from deltamem.llm.base import CallRecord
+from deltamem.retrieval.hybrid import RRF_K
 from deltamem.server.worker import Worker
-from deltamem.types import Message, Operation, SessionRecord, Version
+from deltamem.types import HistoryEntry, Message, Operation, SessionRecord, Version
 
 ACTORS = {
     "manager": "the memory manager",
@@ -52,15 +53,48 @@ def when(dt: datetime | None) -> str:
 
 
 def status_of(rec: SessionRecord, worker: Worker) -> str:
-    """pending / running / done / failed / parked / deferred: a failed session whose
-    tries are used up is parked until someone retries it."""
+    """pending / running / applied / failed / parked / deferred (the API's words, with
+    parked: a failed session whose tries are used up, until someone retries it)."""
     if rec.status == "applied":
-        return "done"
+        return "applied"
     if worker.job_state((rec.user_id, rec.session_id, rec.agent_id)) == "running":
         return "running"
     if rec.status == "failed":
         return "parked" if rec.attempts >= worker.settings.max_attempts else "failed"
     return rec.status
+
+
+# a hit's fused score when it is first in both rankings (embedding and keyword)
+BEST_SCORE = 2 / (RRF_K + 1)
+
+
+def relevance(score: float) -> int:
+    """A search hit's reciprocal-rank-fusion score as 0-100, as the CLI shows it: 100
+    for a hit first in both the embedding and the keyword ranking, 50 for one first
+    in one of them only."""
+    return max(0, min(100, round(100 * score / BEST_SCORE)))
+
+
+@dataclass
+class DeletedFact:
+    memory_id: str
+    content: str  # its text when it was deleted
+    deleted_at: datetime
+    actor: str
+
+
+def deleted_facts(history: list[HistoryEntry], limit: int = 100) -> list[DeletedFact]:
+    """The memories whose history ends with a delete, newest deletion first (a
+    user's whole history, oldest first, as `UserData.user_history` gives it)."""
+    last: dict[str, HistoryEntry] = {}
+    for h in history:
+        last[h.memory_id] = h
+    gone = [h for h in last.values() if h.op == "delete"]
+    gone.sort(key=lambda h: h.at, reverse=True)
+    return [
+        DeletedFact(h.memory_id, h.old_content or "", h.at, ACTORS.get(h.actor, h.actor))
+        for h in gone[:limit]
+    ]
 
 
 @dataclass

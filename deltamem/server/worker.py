@@ -24,7 +24,14 @@ machines), all sharing the log as their queue. Each worker
   pending (and failed sessions that still had tries left), and a job's status is
   read back from the log (pending / applied / failed, error, operations);
 * stops within `stop_grace` seconds: a session still in an LLM call then is left
-  uncommitted, pending, for the next worker, and its lease is given up.
+  uncommitted, pending, for the next worker, and its lease is given up;
+* indexes the turns of sessions logged unindexed (the REST API logs a session
+  without embedding it, so that even a big one is acknowledged at once) before it
+  processes anything, one session per transaction (`Memory.index_logged`);
+* lets a job be cancelled (`cancel`, ``DELETE /v1/jobs/{id}``) and a user be
+  forgotten without waiting for it: the session is withdrawn from the log, so the
+  store refuses the apply of a worker planning it meanwhile, and that worker drops
+  the result (and the calls its try logged) instead of failing the session.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ from deltamem.server import scope
 from deltamem.server.config import WorkerSettings
 from deltamem.server.lease import LeaseBusy, UserLease, free_dead_local_leases, new_owner
 from deltamem.server.schemas import JobOut, JobStatus
-from deltamem.types import AddResult, SessionRecord
+from deltamem.types import AddResult, SessionRecord, SessionStatus
 
 log = logging.getLogger("deltamem.worker")
 
@@ -72,6 +79,7 @@ class Worker:
         # their bank is reset for replay, so the two never interleave in this process
         self._user_locks: dict[str, threading.RLock] = {}
         self._llm_lock = threading.Lock()
+        self._index_lock = threading.Lock()  # one thread indexes logged sessions at a time
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._state = threading.Condition()  # guards the fields below and `stats`
@@ -275,6 +283,10 @@ class Worker:
             self._busy += 1
         try:
             free_dead_local_leases(self.memory.store)  # e.g. left by a kill -9
+            try:
+                self.index_logged()
+            except Exception:  # e.g. the embedder is down: the sessions still apply
+                log.exception("could not index the logged sessions; tried again next pass")
             pending = self.memory.store.list_sessions(status="pending")
             for user in dict.fromkeys(rec.user_id for rec in pending):
                 if self._stop.is_set():
@@ -285,6 +297,16 @@ class Worker:
                 self._busy -= 1
                 self._state.notify_all()
         return done
+
+    def index_logged(self) -> int:
+        """Index the sessions logged without their episodes (`Memory.index_logged`),
+        unless another of this worker's threads is at it. Returns how many."""
+        if not self._index_lock.acquire(blocking=False):
+            return 0
+        try:
+            return self.memory.index_logged(stop=self._stop.is_set)
+        finally:
+            self._index_lock.release()
 
     def _drain(self, user: str) -> int:
         """The user's pending sessions, oldest first, one lease per session (so a
@@ -333,6 +355,9 @@ class Worker:
         user, session, agent = key
         s = self.settings
         for attempt in range(max(1, s.max_attempts)):
+            rec = self.memory.store.get_session(*key)
+            if rec is None:  # gone from the log (cancelled, the user forgotten)
+                return None
             self._count(attempts=1)
             try:
                 self.ensure_llm()
@@ -346,6 +371,8 @@ class Worker:
                     # another worker applied it between our read and our commit; the
                     # store refused the second apply, so this is success, not a failure
                     return done
+                if self._withdrawn(rec):
+                    return None
                 if self._stop.is_set():
                     self._left_for_next(key, exc)
                     return None
@@ -402,6 +429,24 @@ class Worker:
             log.info("could not put session %r back as pending", key[1], exc_info=True)
         return None
 
+    def _withdrawn(self, rec: SessionRecord) -> bool:
+        """True if the session was cancelled (or its user forgotten) while in hand:
+        its log entry is gone, or is another entry logged since under the same id.
+        The try's result is dropped, and the model calls it logged after the entry
+        went are removed with it."""
+        try:
+            now = self.memory.store.get_session(*key_of(rec))
+            if now is not None and now.seq == rec.seq:
+                return False
+            if now is None:  # no entry: its calls alone (one logged since stays, calls too)
+                self.memory.store.cancel_session(*key_of(rec), seq=rec.seq)
+        except Exception:  # the store itself is failing: report the original error
+            return False
+        log.info(
+            "session %r of %r was cancelled while in hand: dropped", rec.session_id, rec.user_id
+        )
+        return True
+
     def _applied_meanwhile(self, key: SessionKey) -> AddResult | None:
         """The session's result if the log says it is applied (by another worker)."""
         try:
@@ -433,6 +478,28 @@ class Worker:
             raise LeaseBusy(f"user {user_id!r} is being processed by another worker; try again")
         with self._held(lease), self._user_lock(user_id):
             yield
+
+    def cancel(self, key: SessionKey) -> SessionStatus | None:
+        """Cancel a job that is not applied: its session is withdrawn from the log,
+        with its episodes and model calls (`Store.cancel_session`). A job in hand
+        (running, here or in another worker) is not waited for: its apply is refused
+        and its worker drops the result. Returns the status the session had
+        ("applied": nothing was done; None: no such session)."""
+        user, session, agent = key
+        return self.memory.cancel(session, user_id=user, agent_id=agent)
+
+    @contextmanager
+    def claimed(self, user_id: str) -> Iterator[bool]:
+        """The user's lease if it is free now, else nothing: for a change that must
+        not wait for a job in hand (forgetting the user), whose apply the store
+        will refuse anyway once the user's sessions are gone. Yields whether the
+        lease is held."""
+        lease = self._lease(user_id)
+        if not lease.try_acquire():
+            yield False
+            return
+        with self._held(lease):
+            yield True
 
     def forget_user(self, user_id: str) -> None:
         """Drop what this worker keeps of a user in memory (the user was forgotten)."""

@@ -188,6 +188,18 @@ class Store(ABC):
         it is."""
 
     @abstractmethod
+    def cancel_session(
+        self, user_id: str, session_id: str, agent_id: str | None = None, seq: int | None = None
+    ) -> SessionStatus | None:
+        """Withdraw a session that is not applied (pending, deferred or failed), in one
+        transaction: its log row, its episodes and the model calls its tries made are
+        removed, so a worker planning it meanwhile has its apply refused. Returns the
+        status it had ("applied": nothing was removed; None: no such session, whose
+        calls are removed all the same: a cancelled try may log one after its row
+        went). With `seq`, only that log entry: one logged since under the same id
+        is left alone, its calls too."""
+
+    @abstractmethod
     def session_operations(
         self, user_id: str, session_id: str, agent_id: str | None = None
     ) -> list[Operation]:

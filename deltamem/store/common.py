@@ -66,9 +66,12 @@ def prefix_end(prefix: str) -> str | None:
     return None
 
 
-def check_unapplied(state: Row | None, session_id: str) -> None:
-    """Refuse to apply a session missing from the log (`state` is its row) or applied."""
-    if state is None:
+def check_unapplied(state: Row | None, session: SessionRecord) -> None:
+    """Refuse to apply a session missing from the log (`state` is its row: status and
+    content_hash) or applied. A row of other content is not this session: it was
+    cancelled while planned, and logged again with the same id."""
+    session_id = session.session_id
+    if state is None or state["content_hash"] != session.content_hash:
         raise StoreError(f"session {session_id!r} is not in the log")
     if state["status"] == "applied":
         raise StoreError(f"session {session_id!r} is already applied")

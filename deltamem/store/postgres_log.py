@@ -117,6 +117,28 @@ class PostgresSessionLog:
             )
             return cur.rowcount == 1
 
+    def cancel_session(
+        self, user_id: str, session_id: str, agent_id: str | None = None, seq: int | None = None
+    ) -> SessionStatus | None:
+        key = (user_id, stored_agent(agent_id), session_id)
+        with self._tx() as cur:
+            row = cur.execute(
+                f"SELECT status, deferred, seq FROM sessions WHERE {SESSION_KEY} FOR UPDATE", key
+            ).fetchone()
+            status: SessionStatus | None = None
+            if row is not None:
+                deferred = row["status"] == "pending" and row["deferred"]
+                status = "deferred" if deferred else row["status"]
+                if seq is not None and row["seq"] != seq:
+                    return status
+            if status is not None and status != "applied":
+                cur.execute(f"DELETE FROM sessions WHERE {SESSION_KEY}", key)
+                if cur.execute(f"DELETE FROM episodes WHERE {SESSION_KEY}", key).rowcount:
+                    bump_search_version(cur, user_id, "episodes")
+            if status != "applied":
+                cur.execute(f"DELETE FROM llm_calls WHERE {SESSION_KEY}", key)
+            return status
+
     def session_operations(
         self, user_id: str, session_id: str, agent_id: str | None = None
     ) -> list[Operation]:

@@ -66,9 +66,9 @@ class PostgresMemories:
         with self._tx() as cur:
             # The row lock makes a concurrent apply of the same session wait, then refuse.
             state = cur.execute(
-                f"SELECT status FROM sessions WHERE {SESSION_KEY} FOR UPDATE", key
+                f"SELECT status, content_hash FROM sessions WHERE {SESSION_KEY} FOR UPDATE", key
             ).fetchone()
-            check_unapplied(state, session.session_id)
+            check_unapplied(state, session)
             for w in writes:
                 check_embedding(w.embedding, self.dim, finite=True)
                 if w.op == "add":

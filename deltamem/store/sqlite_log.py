@@ -30,6 +30,7 @@ class SQLiteSessionLog:
         _tx: Callable[[], AbstractContextManager[sqlite3.Connection]]
         _read: Callable[..., list[sqlite3.Row]]
         _insert_episodes: Callable[[sqlite3.Connection, list[PlannedEpisode]], int]
+        _remove_episodes: Callable[[sqlite3.Connection, str, list[str]], None]
 
     def log_session(
         self, rec: SessionRecord, episodes: list[PlannedEpisode] | None = None
@@ -110,6 +111,23 @@ class SQLiteSessionLog:
                 (user_id, stored_agent(agent_id), session_id),
             )
             return cur.rowcount == 1
+
+    def cancel_session(
+        self, user_id: str, session_id: str, agent_id: str | None = None, seq: int | None = None
+    ) -> SessionStatus | None:
+        key = [user_id, stored_agent(agent_id), session_id]
+        where = "user_id=? AND agent_id=? AND session_id=?"
+        with self._tx() as db:
+            row = db.execute(f"SELECT * FROM sessions WHERE {where}", key).fetchone()
+            status = None if row is None else SQLITE_ROWS.session(row).status
+            if row is not None and seq is not None and row["seq"] != seq:
+                return status
+            if status is not None and status != "applied":
+                db.execute(f"DELETE FROM sessions WHERE {where}", key)
+                self._remove_episodes(db, where, key)
+            if status != "applied":
+                db.execute(f"DELETE FROM llm_calls WHERE {where}", key)
+            return status
 
     def session_operations(
         self, user_id: str, session_id: str, agent_id: str | None = None

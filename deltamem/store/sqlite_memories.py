@@ -51,10 +51,11 @@ class SQLiteMemories:
         agent = stored_agent(session.agent_id)
         with self._tx() as db:
             state = db.execute(
-                "SELECT status FROM sessions WHERE user_id=? AND agent_id=? AND session_id=?",
+                """SELECT status, content_hash FROM sessions
+                   WHERE user_id=? AND agent_id=? AND session_id=?""",
                 (session.user_id, agent, session.session_id),
             ).fetchone()
-            check_unapplied(state, session.session_id)
+            check_unapplied(state, session)
             for w in writes:
                 check_embedding(w.embedding, self.dim)
                 if w.op == "add":

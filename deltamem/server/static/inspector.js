@@ -7,6 +7,27 @@ document.addEventListener("DOMContentLoaded", function () {
       if (!window.confirm(form.getAttribute("data-confirm"))) ev.preventDefault();
     });
   });
+  // A hand edit to an unchanged or very short text ("x") asks before it is saved.
+  var edit = document.getElementById("edit-form");
+  if (edit) {
+    edit.addEventListener("submit", function (ev) {
+      var area = edit.querySelector("textarea[name=content]");
+      var text = area.value.trim();
+      var before = area.defaultValue.trim();
+      var shortBelow = parseInt(edit.getAttribute("data-short-below"), 10) || 0;
+      if (text === before) {
+        if (!window.confirm("The text is unchanged: saving it records nothing. Save anyway?")) {
+          ev.preventDefault();
+        }
+      } else if (text.length < shortBelow) {
+        if (window.confirm("\u201c" + text + "\u201d is very short for a fact. Save it as a new version?")) {
+          edit.querySelector("input[name=confirmed]").value = "1";
+        } else {
+          ev.preventDefault();
+        }
+      }
+    });
+  }
   // Bring the first highlighted (source) turn of a transcript into view.
   var first = document.querySelector("ol.transcript:not(.excerpt) li.turn.hl");
   if (first && !window.location.hash) first.scrollIntoView({ block: "center" });
