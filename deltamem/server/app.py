@@ -22,6 +22,7 @@ from fastapi import FastAPI, Query, Request, Response
 from pydantic import ValidationError
 
 import deltamem
+from deltamem.embed.base import EmbedderError
 from deltamem.memory import Memory
 from deltamem.server import scope
 from deltamem.server.config import (
@@ -75,6 +76,12 @@ from deltamem.types import MemoryType, SearchFilters, SessionRecord
 
 T = TypeVar("T")
 
+
+# a session up to this many characters is embedded in its submit request (tens of
+# milliseconds, and its turns are searchable at once, as `Memory.add` makes them); a
+# bigger one is left to the worker, so that its 202 does not wait (a 3 MB session
+# took 11 s when every session was embedded in the request)
+INDEX_INLINE_CHARS = 20_000
 
 def create_app(
     memory: Memory,
@@ -164,19 +171,30 @@ def create_app(
     @app.post("/v1/sessions", status_code=202, response_model=JobOut, tags=["sessions"])
     async def submit_session(body: SessionIn, tenant: Tenant) -> JobOut:
         """Log a dialogue session durably and queue it; 202 with the job to poll. The
-        session is in the log before the answer; its turns are embedded (searchable
-        as episodes) by the worker, so the answer does not wait for them."""
-        rec = await run(
-            memory.log_session,
-            [m.model_dump(exclude_none=True) for m in body.messages],
-            user_id=_internal(tenant, body.user_id),
-            session_id=body.session_id,
-            timestamp=body.timestamp,
-            agent_id=body.agent_id,
-            infer=body.infer,
-            expires_at=body.expires_at,
-            index=False,
-        )
+        session is in the log before the answer. A small session's turns are embedded
+        (searchable as episodes) in the same request, as the library does, which
+        costs milliseconds; a bigger one's by the worker, so the answer does not wait
+        for them (INDEX_INLINE_CHARS)."""
+        size = sum(len(m.content) for m in body.messages)
+
+        def log(index: bool) -> SessionRecord:
+            return memory.log_session(
+                [m.model_dump(exclude_none=True) for m in body.messages],
+                user_id=_internal(tenant, body.user_id),
+                session_id=body.session_id,
+                timestamp=body.timestamp,
+                agent_id=body.agent_id,
+                infer=body.infer,
+                expires_at=body.expires_at,
+                index=index,
+            )
+
+        try:
+            rec = await run(log, size <= INDEX_INLINE_CHARS)
+        except EmbedderError:
+            # the embedder refused or failed: the session is logged all the same, and
+            # the worker indexes it (or reports it) later
+            rec = await run(log, False)
         worker.wake()  # a deferred session (infer=false) is indexed by the worker too
         view = await run(worker.job, (rec.user_id, rec.session_id, rec.agent_id))
         assert view is not None  # logged just now; the log does not lose sessions
