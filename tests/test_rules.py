@@ -116,11 +116,15 @@ def test_the_labelled_cases_hold_both_kinds_for_every_fact_rule_they_name() -> N
 
 def test_the_rules_decide_the_labelled_cases() -> None:
     scored = score_cases()
-    # the known misses, each named in docs/rules.md: a nonsense label whose every word
-    # was said, a true label the turn did not use, two generic "we" sentences, and a
-    # reply to the listener read as said of them
-    assert sorted(w["id"] for w in scored.wrong) == ["r009", "r071", "r079", "r085", "r096"]
-    assert scored.cases >= 100
+    # the known misses, each named in docs/rules.md: conv-41's and the written ones
+    # (a nonsense label whose every word was said, a true label the turn did not use,
+    # two generic "we" sentences, a reply to the listener read as said of them), and
+    # conv-42's held-out sample as labelled before any change
+    assert sorted(w["id"] for w in scored.wrong) == [
+        "r009", "r071", "r079", "r085", "r096",
+        "r107", "r114", "r115", "r116", "r119", "r120", "r124", "r149",
+    ]  # fmt: skip
+    assert scored.cases >= 150
 
 
 def test_the_decide_stage_shares_one_duplicate_threshold() -> None:
