@@ -83,6 +83,7 @@ T = TypeVar("T")
 # took 11 s when every session was embedded in the request)
 INDEX_INLINE_CHARS = 20_000
 
+
 def create_app(
     memory: Memory,
     keys: Mapping[str, str],
