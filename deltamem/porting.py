@@ -265,23 +265,8 @@ def read_user(
     live = store.list_memories(user_id, filters=SearchFilters(outdated=True, expired=True))
     for m in live:
         out.memories.append(
-            MemoryLine(
-                id=m.id,
-                agent_id=m.agent_id,
-                content=m.content,
-                timestamp=m.timestamp,
-                memory_type=m.memory_type,
-                keywords=m.keywords,
-                session_id=m.session_id,
-                turns=m.turns,
-                created_at=m.created_at,
-                updated_at=m.updated_at,
-                version=m.version,
-                invalid_at=m.invalid_at,
-                superseded_by=m.superseded_by,
-                expires_at=m.expires_at,
-                history=histories.pop(m.id, []),
-            )
+            # every field of the memory but its user, who is the file's
+            MemoryLine(**m.model_dump(exclude={"user_id"}), history=histories.pop(m.id, []))
         )
     for memory_id, history in histories.items():  # deleted: their history is kept
         out.memories.append(MemoryLine(id=memory_id, deleted=True, history=history))
@@ -586,21 +571,8 @@ def _imported(m: MemoryLine, user_id: str, new_id: Any, vector: Any) -> Imported
         return ImportedMemory(mid, user_id, None, None, history)
     assert m.content is not None and m.timestamp is not None
     assert m.created_at is not None and m.updated_at is not None
-    item = MemoryItem(
-        id=mid,
-        user_id=user_id,
-        agent_id=m.agent_id,
-        content=m.content,
-        timestamp=m.timestamp,
-        memory_type=m.memory_type,
-        keywords=m.keywords,
-        session_id=m.session_id,
-        turns=m.turns,
-        created_at=m.created_at,
-        updated_at=m.updated_at,
-        version=m.version,
-        invalid_at=m.invalid_at,
-        superseded_by=m.superseded_by,
-        expires_at=m.expires_at,
-    )
+    # every field the file carries for it (a field added to MemoryItem and to
+    # MemoryLine travels without a line here), under the id and user it is imported as
+    fields = m.model_dump(include=set(MemoryItem.model_fields) - {"id", "user_id"})
+    item = MemoryItem(id=mid, user_id=user_id, **fields)
     return ImportedMemory(mid, user_id, item, vector, history)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-from deltamem.rules.base import DEFAULT, Outcome, Rule, RuleSettings
+from deltamem.rules.base import DEFAULT, Outcome, RuleSettings
 from deltamem.rules.language import language_of
 from deltamem.text import stems_of
 
@@ -81,10 +81,10 @@ def check(
     for rule in rules_for("fact"):
         if not settings.on(rule.code) or not rule.reads(lang) or rule.apply is None:
             continue
-        if refused is not None and (not trace or rule.effect == "rewrite"):
-            if not trace:
-                break
-            continue
+        if refused is not None and not trace:
+            break
+        if refused is not None and rule.effect == "rewrite":
+            continue  # a refused fact is not rewritten further; trace asks the refusals
         out = rule.apply(current)
         if out is None:
             continue
@@ -95,7 +95,3 @@ def check(
         fired.append(out.code)
         refused = refused or out
     return Verdict(current.fact, refused, tuple(rewrites), tuple(fired))
-
-
-def threshold(rule: Rule, given: FactInput, name: str) -> float:
-    return given.settings.threshold(rule, name)
