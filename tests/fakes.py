@@ -146,3 +146,28 @@ def undo_sqlite_migration_004(con: Any) -> None:
         "PRAGMA user_version=3",
     ):
         con.execute(stmt)
+
+
+class RecordedBars:
+    """A run's progress bars (`deltamem.bench.progress.Progress`), recorded: each
+    bar's total and count, and the bars advanced without a total or past it."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, int] = {}
+        self.counts: dict[str, int] = {}
+        self.faults: list[str] = []
+
+    def total(self, what: str, n: int) -> None:
+        self.totals[what] = n
+
+    def advance(self, what: str, n: int = 1) -> None:
+        self.counts[what] = self.counts.get(what, 0) + n
+        if what not in self.totals:
+            self.faults.append(f"{what}: advanced with no total")
+        elif self.counts[what] > self.totals[what]:
+            self.faults.append(f"{what}: {self.counts[what]} past its total {self.totals[what]}")
+
+    def assert_ended(self) -> None:
+        """Every bar had its total before it advanced, and ended at it."""
+        assert self.faults == []
+        assert {w: self.counts.get(w, 0) for w in self.totals} == self.totals

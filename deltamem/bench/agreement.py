@@ -17,7 +17,7 @@ judge's `included` flag gets its own agreement numbers.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from deltamem.bench.datasets import halumem as ds
 from deltamem.bench.judges.base import CACHE, JudgeCache
 from deltamem.bench.judges.halumem import dialogue_lines
 from deltamem.bench.judges.sets import JudgeSet, make_judges
+from deltamem.bench.progress import Progress, declare, tick
 from deltamem.llm.base import LLM, LLMError
 
 JUDGES = ("integrity", "accuracy", "update", "qa", "locomo")
@@ -168,7 +169,7 @@ def run_agreement(
     judges: Sequence[str] = JUDGES,
     mode: str = "auto",
     split: str = "test",
-    progress: Callable[[str, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Ask each judge its labelled items of `split` (the labels' fixed `tune` /
     `test` halves, or `all`); write OUT/agreement.json (the numbers) and
@@ -180,6 +181,7 @@ def run_agreement(
         name: [i for i in items if split == "all" or i.get("split") == split]
         for name, items in load_labels(labels, judges).items()
     }
+    declare(progress, {f"agreement {name}": len(items) for name, items in items_by_judge.items()})
     cache = JudgeCache(out / CACHE)
     judge_set = make_judges(llm, cache, mode)
     sessions = _Sessions(data)
@@ -198,8 +200,7 @@ def run_agreement(
                         fh.write(json.dumps({"id": item.get("id"), "error": str(exc)}) + "\n")
                     if reply is None:
                         skipped += 1
-                        if progress is not None:
-                            progress(f"agreement {name}", 1)
+                        tick(progress, f"agreement {name}")
                         continue
                     g, p = _norm(name, item["label"]), _norm(name, _verdict(name, reply))
                     gold.append(g)
@@ -211,8 +212,7 @@ def run_agreement(
                         row |= {"included_label": inc_gold[-1], "included_judge": inc_pred[-1]}
                     row["reason"] = reply.get("reason")
                     fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-                    if progress is not None:
-                        progress(f"agreement {name}", 1)
+                    tick(progress, f"agreement {name}")
                 summary = summarise(name, gold, pred)
                 summary |= {"skipped": skipped - failed, "failed": failed}
                 if inc_gold:

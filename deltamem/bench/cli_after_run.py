@@ -5,7 +5,6 @@ with hand labels."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,6 +24,7 @@ from deltamem.bench.cli_options import (
     own_run_dir,
     print_summary,
 )
+from deltamem.bench.progress import Progress
 from deltamem.cli.render import progress_bars
 from deltamem.llm.base import LLM
 
@@ -68,7 +68,7 @@ def answer(
     if order not in ORDERS:
         raise typer.BadParameter(f"--order is one of {', '.join(ORDERS)}")
     model = make_llm(llm, timeout=timeout)
-    with own_run_dir(out), progress_bars() as advance:
+    with own_run_dir(out), progress_bars() as bars:
         log_calls(model, out)
         job = ReanswerRun(
             source=run,
@@ -79,10 +79,10 @@ def answer(
             order=order,
             categories=tuple(int(c) for c in (categories or "").split(",") if c.strip()),
         )
-        n = reanswer(job, model, progress=advance)
+        n = reanswer(job, model, progress=bars)
         console.print(f"[bold]{n}[/bold] questions answered → {out}")
         judge_llm = judge_llm_for(judge, llm, model, timeout, out)
-        metrics = _judge_questions(out, judge_llm, judge_mode, data, advance)
+        metrics = _judge_questions(out, judge_llm, judge_mode, data, bars)
     print_summary(metrics, out)
 
 
@@ -91,7 +91,7 @@ def _judge_questions(
     judge_llm: LLM | None,
     judge_mode: str,
     data: Path | None,
-    advance: Callable[[str, int], None],
+    bars: Progress,
 ) -> dict[str, Any]:
     """Judge the questions of OUT that have no verdict yet (none without a judge) and
     write its metrics."""
@@ -103,7 +103,7 @@ def _judge_questions(
         from deltamem.bench.locomo import write_metrics as locomo_metrics
 
         if judge_llm is not None:
-            judge_answers(out, judge_llm, judge_mode, progress=advance)
+            judge_answers(out, judge_llm, judge_mode, progress=bars)
         return locomo_metrics(out)
     from deltamem.bench.halumem import write_metrics
 
@@ -112,7 +112,7 @@ def _judge_questions(
 
         if data is None:
             raise typer.BadParameter("--judge needs --data (the HaluMem file)")
-        judge_run(out, data, judge_llm, progress=advance, kinds=judge_kinds("qa"), mode=judge_mode)
+        judge_run(out, data, judge_llm, progress=bars, kinds=judge_kinds("qa"), mode=judge_mode)
     return write_metrics(out)
 
 
@@ -143,11 +143,11 @@ def judge(
         n = copy_unjudged(run, out)
     except FileExistsError as exc:
         raise typer.BadParameter(str(exc)) from exc
-    with own_run_dir(out), progress_bars() as advance:
+    with own_run_dir(out), progress_bars() as bars:
         judge_llm = make_llm(judge, timeout=timeout)
         log_calls(judge_llm, out)
         console.print(f"[bold]{n}[/bold] questions to judge → {out}")
-        metrics = _judge_questions(out, judge_llm, judge_mode, data, advance)
+        metrics = _judge_questions(out, judge_llm, judge_mode, data, bars)
     print_summary(metrics, out)
 
 
@@ -246,7 +246,7 @@ def agreement(
         raise typer.BadParameter(f"unknown judge(s) {unknown}; choose from {', '.join(JUDGES)}")
     model = make_llm(judge, timeout=timeout)
     try:
-        with own_run_dir(out), progress_bars() as advance:
+        with own_run_dir(out), progress_bars() as bars:
             report = run_agreement(
                 labels,
                 model,
@@ -255,7 +255,7 @@ def agreement(
                 judges=names,
                 mode=judge_mode,
                 split=split,
-                progress=advance,
+                progress=bars,
             )
     except (LabelError, ValueError) as exc:
         raise typer.BadParameter(str(exc)) from exc

@@ -73,8 +73,8 @@ def run_task(
     names, emb, model = systems_setup(systems, embedder, llm, timeout, out, adapter)
     spec.systems = names
     judge_llm = judge_llm_for(judge, llm, model, timeout, out, adapter)
-    with own_run_dir(out), progress_bars() as advance:
-        spec.progress = advance
+    with own_run_dir(out), progress_bars() as bars:
+        spec.progress = bars
         try:
             metrics = task.run(spec, Models(llm=model, embedder=emb, judge=judge_llm))
         except ValueError as exc:  # TaskError too: an option or id the data lacks

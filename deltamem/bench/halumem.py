@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,6 +38,7 @@ from deltamem.bench.metrics.common import mean
 from deltamem.bench.metrics.cost import cost_metrics
 from deltamem.bench.metrics.coverage import evidence_coverage
 from deltamem.bench.metrics.locomo import token_f1
+from deltamem.bench.progress import Progress, declare, tick
 from deltamem.bench.report import write_report_safely
 from deltamem.bench.runner import each_system, required
 from deltamem.bench.softmatch import best_similarity, covered
@@ -54,8 +55,6 @@ if TYPE_CHECKING:
 UPDATE_K = 10
 QA_K = 20
 METRICS = "metrics.json"
-
-Progress = Callable[[str, int], None]  # (description, items advanced)
 
 
 @dataclass
@@ -98,8 +97,7 @@ class _UserRun:
         return {"system": self.system.name, "user": self.uid, "session": sidx, "kind": kind}
 
     def tick(self, what: str) -> None:
-        if self.run.progress is not None:
-            self.run.progress(what, 1)
+        tick(self.run.progress, what)
 
     def session(self, sidx: int, session: ds.Session) -> None:
         bench = ds.to_bench_session(session, sidx, self.user.name)
@@ -113,6 +111,7 @@ class _UserRun:
             except Exception as exc:  # one failed session must not end the run
                 error = error_text(exc)
         if done:
+            self.tick("sessions")  # added again to rebuild the memory, not logged twice
             if session.evaluated:
                 self._evaluate(sidx, session, bench)
             return
@@ -186,11 +185,14 @@ class _UserRun:
     def _evaluate(self, sidx: int, session: ds.Session, bench: BenchSession) -> None:
         asked_at = ds.safe_time(session.end_time) or bench.timestamp or datetime.now(UTC)
         for i, p in enumerate(session.memory_points):
-            if p.is_update_target and not self.log.has(self.key(sidx, "update", i)):
-                self._update_probe(sidx, i, p)
+            if p.is_update_target:
+                if not self.log.has(self.key(sidx, "update", i)):
+                    self._update_probe(sidx, i, p)
+                self.tick("updates")
         for q_i, q in enumerate(session.questions):
             if not self.log.has(self.key(sidx, "question", q_i)):
                 self._question(sidx, q_i, q, asked_at)
+            self.tick("questions")
 
     def _update_probe(self, sidx: int, i: int, p: ds.MemoryPoint) -> None:
         rec = self.base(sidx, "update") | {
@@ -213,7 +215,6 @@ class _UserRun:
         rec["best_similarity"] = best[0]
         rec["retrieved_hit"] = best[0] >= self.run.tau
         self.log.write(rec)
-        self.tick("updates")
 
     def _question(self, sidx: int, q_i: int, q: ds.Question, asked_at: datetime) -> None:
         rec = self.base(sidx, "question") | {
@@ -258,7 +259,31 @@ class _UserRun:
                 rec["error"] = rec["error"] or error_text(exc)
             rec["answer_seconds"] = time.perf_counter() - t1
         self.log.write(rec)
-        self.tick("questions")
+
+
+def user_sessions(user: ds.User, run: HaluMemRun) -> list[ds.Session]:
+    """The user's sessions the run evaluates (--sessions: the first N)."""
+    return user.sessions[: run.sessions] if run.sessions else user.sessions
+
+
+def bar_counts(sessions: Sequence[ds.Session]) -> dict[str, int]:
+    """What one system goes through for a user's sessions, per progress bar: every
+    session, and the update probes and questions of the evaluated ones."""
+    evaluated = [s for s in sessions if s.evaluated]
+    return {
+        "sessions": len(sessions),
+        "updates": sum(p.is_update_target for s in evaluated for p in s.memory_points),
+        "questions": sum(len(s.questions) for s in evaluated),
+    }
+
+
+def bar_totals(users: Iterable[ds.User], run: HaluMemRun) -> dict[str, int]:
+    """Each bar's total over the users, for all the run's systems."""
+    totals = dict.fromkeys(("sessions", "updates", "questions"), 0)
+    for user in users:
+        for what, n in bar_counts(user_sessions(user, run)).items():
+            totals[what] += n
+    return {what: n * len(run.systems) for what, n in totals.items()}
 
 
 def _user_done_key(system: str, uid: str, n_sessions: int) -> str:
@@ -283,12 +308,16 @@ def run_halumem(
         Answerer(required(llm, "answering (--no-answers does without)")) if run.answer else None
     )
     run.out.mkdir(parents=True, exist_ok=True)
+    # a pass over the file of its own for the totals: the users are streamed, not kept
+    declare(run.progress, bar_totals(ds.iter_users(run.data, limit=run.users), run))
     log = ResultLog(run.out / RESULTS, resume=run.resume)
     try:
         for system, fresh in each_system(run.systems, run.out, run.resume, llm, emb, make):
             for user in ds.iter_users(run.data, limit=run.users):
-                sessions = user.sessions[: run.sessions] if run.sessions else user.sessions
+                sessions = user_sessions(user, run)
                 if log.has(_user_done_key(system.name, user.uuid, len(sessions))):
+                    for what, n in bar_counts(sessions).items():
+                        tick(run.progress, what, n)
                     continue
                 if fresh:
                     system.reset(user.uuid)

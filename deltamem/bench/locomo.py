@@ -25,7 +25,8 @@ from deltamem.bench.datasets import locomo as ds
 from deltamem.bench.log import RESULTS, ResultLog, read_records
 from deltamem.bench.metrics import locomo as lm
 from deltamem.bench.metrics.cost import cost_metrics
-from deltamem.bench.runner import each_system, required, tick, write_run_metrics
+from deltamem.bench.progress import Progress, declare, tick
+from deltamem.bench.runner import each_system, required, write_run_metrics
 from deltamem.bench.systems import MemorySystem, Retrieved
 from deltamem.bench.systems.base import SESSION_COST_KEYS
 from deltamem.bench.task import Models, RunnerTask, RunSpec
@@ -54,7 +55,7 @@ class LocomoRun:
     # False: questions get retrieval and evidence recall only, no answer call (the
     # write pass; `deltamem bench answer` answers from the logged hits later)
     answer: bool = True
-    progress: Callable[[str, int], None] | None = None
+    progress: Progress | None = None
 
 
 def reached_turns(found: Sequence[Retrieved], turn_ids: dict[str, list[str]]) -> list[str]:
@@ -77,6 +78,26 @@ def conversations(run: LocomoRun) -> list[ds.LocomoConversation]:
     return convs
 
 
+def conv_sessions(run: LocomoRun, conv: ds.LocomoConversation) -> list[ds.LocomoSession]:
+    """The conversation's sessions the run adds (--sessions: the first N)."""
+    return conv.sessions[: run.sessions] if run.sessions else conv.sessions
+
+
+def asked(
+    run: LocomoRun, conv: ds.LocomoConversation, sessions: Sequence[ds.LocomoSession]
+) -> list[tuple[int, ds.LocomoQA]]:
+    """The conversation's questions the run asks, with their index: all of them, or
+    with --sessions those whose evidence was all added."""
+    if not run.sessions:
+        return list(enumerate(conv.qa))
+    seen = {f"D{s.index}:" for s in sessions}
+    return [
+        (i, qa)
+        for i, qa in enumerate(conv.qa)
+        if all(any(e.startswith(p) for p in seen) for e in qa.evidence)
+    ]
+
+
 def run_locomo(
     run: LocomoRun,
     *,
@@ -86,6 +107,14 @@ def run_locomo(
     make: Callable[[str, Path], MemorySystem] | None = None,
 ) -> dict[str, Any]:
     convs = conversations(run)
+    n = len(run.systems)
+    declare(
+        run.progress,
+        {
+            "sessions": n * sum(len(conv_sessions(run, c)) for c in convs),
+            "questions": n * sum(len(asked(run, c, conv_sessions(run, c))) for c in convs),
+        },
+    )
     run.out.mkdir(parents=True, exist_ok=True)
     answerer = (
         Answerer(required(llm, "answering (--no-answers does without)")) if run.answer else None
@@ -116,9 +145,12 @@ def _conversation(
 ) -> None:
     uid = conv.sample_id
     prefix = f"{system.name}|{uid}"
-    sessions = conv.sessions[: run.sessions] if run.sessions else conv.sessions
+    sessions = conv_sessions(run, conv)
+    questions = asked(run, conv, sessions)
     done = f"{prefix}|done|{len(sessions)}"
     if log.has(done):
+        tick(run.progress, "sessions", len(sessions))
+        tick(run.progress, "questions", len(questions))
         return
     if fresh:
         system.reset(uid)
@@ -150,13 +182,10 @@ def _conversation(
         )
         tick(run.progress, "sessions")
     asked_at = last or datetime.now(UTC)
-    seen = {f"D{s.index}:" for s in sessions}
-    for i, qa in enumerate(conv.qa):
+    for i, qa in questions:
         key = f"{prefix}|qa|{i}"
         if log.has(key):
-            continue
-        # with --sessions, keep the questions whose evidence was all added
-        if run.sessions and not all(any(e.startswith(p) for p in seen) for e in qa.evidence):
+            tick(run.progress, "questions")
             continue
         rec: dict[str, Any] = {
             "key": key,
@@ -214,7 +243,7 @@ def judge_answers(
     out: Path,
     judge: LLM,
     mode: str = "auto",
-    progress: Callable[[str, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> int:
     """Judge OUT's answered questions that have no verdict yet (a run answered
     again with `bench answer`); verdicts are cached, so an interrupted call loses
@@ -224,15 +253,18 @@ def judge_answers(
     path = out / RESULTS
     records = list(read_records(path))
     qa_judge = LocomoJudge(judge, out, mode)
-    judged = 0
-    for rec in records:
-        wanted = rec.get("kind") == "question" and rec.get("category") != 5
-        if not wanted or rec.get("judge") is not None or rec.get("prediction") is None:
-            continue
-        if rec.get("error"):
-            continue
+    todo = [
+        rec
+        for rec in records
+        if rec.get("kind") == "question"
+        and rec.get("category") != 5
+        and rec.get("judge") is None
+        and rec.get("prediction") is not None
+        and not rec.get("error")
+    ]
+    declare(progress, {"judged": len(todo)})
+    for rec in todo:
         rec["judge"] = qa_judge.correct(rec["question"], rec.get("answer") or "", rec["prediction"])
-        judged += 1
         tick(progress, "judged")
     tmp = path.with_suffix(".jsonl.tmp")
     tmp.write_text(
@@ -240,7 +272,7 @@ def judge_answers(
         encoding="utf-8",
     )
     tmp.replace(path)
-    return judged
+    return len(todo)
 
 
 def write_metrics(out: Path) -> dict[str, Any]:

@@ -40,16 +40,15 @@ from deltamem.bench.metrics import longmemeval as lme
 from deltamem.bench.metrics import qa
 from deltamem.bench.metrics.cost import cost_metrics
 from deltamem.bench.metrics.locomo import token_f1
+from deltamem.bench.progress import Progress, declare, tick
 from deltamem.bench.runner import (
     Make,
-    Progress,
     add_logged,
     each_system,
     finish,
     reached_by_rank,
     required,
     search,
-    tick,
     write_run_metrics,
 )
 from deltamem.bench.systems import MemorySystem
@@ -143,6 +142,9 @@ def run_longmemeval(
     run.out.mkdir(parents=True, exist_ok=True)
     log = ResultLog(run.out / RESULTS, resume=run.resume)
     judges = make_judges(judge, JudgeCache(run.out / CACHE), run.judge_mode) if judge else None
+    n = len(run.systems)
+    sessions = sum(len(i.haystack_sessions) for i in items)
+    declare(run.progress, {"sessions": n * sessions, "questions": n * len(items)})
     try:
         for system, fresh in each_system(run.systems, run.out, run.resume, llm, embedder, make):
             for inst in items:
@@ -165,6 +167,8 @@ def _instance(
     prefix = f"{system.name}|{uid}"
     done = f"{prefix}|done"
     if log.has(done):
+        tick(run.progress, "sessions", len(inst.haystack_sessions))
+        tick(run.progress, "questions")
         return
     if fresh:
         system.reset(uid)
@@ -173,13 +177,13 @@ def _instance(
     for k, bench in enumerate(inst.sessions()):
         turn_ids[bench.session_id] = bench.turn_ids
         last = bench.timestamp or last
-        if add_logged(system, log, uid, bench, f"{prefix}|session|{k}", {"session": k}):
-            tick(run.progress, "sessions")
+        add_logged(system, log, uid, bench, f"{prefix}|session|{k}", {"session": k})
+        tick(run.progress, "sessions")  # logged before or not: the session was added
     key = f"{prefix}|question"
     if not log.has(key):
         asked_at = safe_time(inst.question_date) or last or datetime.now(UTC)
         log.write(_question(run, system, answerer, judges, inst, turn_ids, uid, key, asked_at))
-        tick(run.progress, "questions")
+    tick(run.progress, "questions")
     finish(system, log, uid, done)
 
 

@@ -34,16 +34,15 @@ from deltamem.bench.log import RESULTS, ResultLog
 from deltamem.bench.metrics import membench as mb
 from deltamem.bench.metrics import qa
 from deltamem.bench.metrics.cost import cost_metrics
+from deltamem.bench.progress import Progress, declare, tick
 from deltamem.bench.runner import (
     Make,
-    Progress,
     add_logged,
     each_system,
     finish,
     reached_by_rank,
     required,
     search,
-    tick,
     write_run_metrics,
 )
 from deltamem.bench.systems import MemorySystem
@@ -143,6 +142,9 @@ def run_membench(
     log = ResultLog(run.out / RESULTS, resume=run.resume)
     pool = noise_pool(everything) if run.noise > 0 else {}
     noise = {t.key: draw_noise(pool, t, run.noise, run.seed) for t in trajs}
+    n = len(run.systems)
+    steps = sum(len(t.steps) + len(noise[t.key]) for t in trajs)
+    declare(run.progress, {"steps": n * steps, "questions": n * len(trajs)})
     try:
         for system, fresh in each_system(run.systems, run.out, run.resume, llm, embedder, make):
             for t in trajs:
@@ -165,6 +167,8 @@ def _trajectory(
     prefix = f"{system.name}|{uid}"
     done = f"{prefix}|done"
     if log.has(done):
+        tick(run.progress, "steps", len(traj.steps) + len(noise))
+        tick(run.progress, "questions")
         return
     if fresh:
         system.reset(uid)
@@ -173,12 +177,12 @@ def _trajectory(
     for i, bench in enumerate(sessions):
         turn_ids[bench.session_id] = bench.turn_ids
         fields = {"session": i, "noise": i >= len(traj.steps)}
-        if add_logged(system, log, uid, bench, f"{prefix}|session|{i}", fields):
-            tick(run.progress, "steps")
+        add_logged(system, log, uid, bench, f"{prefix}|session|{i}", fields)
+        tick(run.progress, "steps")  # logged before or not: the step was added
     key = f"{prefix}|question"
     if not log.has(key):
         log.write(_question(run, system, answerer, traj, sessions, turn_ids, uid, key))
-        tick(run.progress, "questions")
+    tick(run.progress, "questions")
     finish(system, log, uid, done)
 
 

@@ -30,15 +30,14 @@ from deltamem.bench.datasets import personamem as ds
 from deltamem.bench.log import RESULTS, ResultLog
 from deltamem.bench.metrics import qa
 from deltamem.bench.metrics.cost import cost_metrics
+from deltamem.bench.progress import Progress, declare, tick
 from deltamem.bench.runner import (
     Make,
-    Progress,
     add_logged,
     each_system,
     finish,
     required,
     search,
-    tick,
     write_run_metrics,
 )
 from deltamem.bench.systems import MemorySystem
@@ -114,12 +113,23 @@ def selected(
     return groups, contexts
 
 
+def context_cuts(
+    run: PersonaMemRun, raw: list[dict[str, Any]], qs: Sequence[ds.PMQuestion]
+) -> list[tuple[int, int]]:
+    """The [start, stop) ranges of a shared context its questions need, one session each."""
+    return cut_points(raw, {q.end_index_in_shared_context for q in qs}, run.chunk)
+
+
 def run_personamem(
     run: PersonaMemRun, *, llm: LLM | None, embedder: Embedder | None, make: Make | None = None
 ) -> dict[str, Any]:
     groups, contexts = selected(run)
     answerer = ChoiceAnswerer(required(llm, "choosing the answers"))
     run.out.mkdir(parents=True, exist_ok=True)
+    n = len(run.systems)
+    sessions = sum(len(context_cuts(run, contexts[cid], qs)) for cid, qs in groups.items())
+    questions = sum(len(qs) for qs in groups.values())
+    declare(run.progress, {"sessions": n * sessions, "questions": n * questions})
     log = ResultLog(run.out / RESULTS, resume=run.resume)
     try:
         for system, fresh in each_system(run.systems, run.out, run.resume, llm, embedder, make):
@@ -143,19 +153,21 @@ def _context(
     uid = f"pm:{cid}".replace("/", "_")
     prefix = f"{system.name}|{uid}"
     done = f"{prefix}|done"
+    cuts = context_cuts(run, raw, qs)
     if log.has(done):
+        tick(run.progress, "sessions", len(cuts))
+        tick(run.progress, "questions", len(qs))
         return
     if fresh:
         system.reset(uid)
-    ends = {q.end_index_in_shared_context for q in qs}
     turn_ids: dict[str, list[str]] = {}
     pending = list(qs)
-    for k, (start, stop) in enumerate(cut_points(raw, ends, run.chunk)):
+    for k, (start, stop) in enumerate(cuts):
         bench = ds.range_session(cid, raw, start, stop, session_id=f"c{start}-{stop - 1}")
         turn_ids[bench.session_id] = bench.turn_ids
         fields = {"session": k, "start": start, "stop": stop}
-        if add_logged(system, log, uid, bench, f"{prefix}|session|{start}-{stop}", fields):
-            tick(run.progress, "sessions")
+        add_logged(system, log, uid, bench, f"{prefix}|session|{start}-{stop}", fields)
+        tick(run.progress, "sessions")  # logged before or not: the session was added
         while pending and pending[0].end_index_in_shared_context < stop:
             _question(run, system, log, answerer, pending.pop(0), uid, prefix)
     for q in pending:  # an end index past the context's end: all of it was seen
@@ -174,6 +186,7 @@ def _question(
 ) -> None:
     key = f"{prefix}|question|{q.question_id}"
     if log.has(key):
+        tick(run.progress, "questions")
         return
     extra = q.model_extra or {}
     rec: dict[str, Any] = {

@@ -38,6 +38,7 @@ from deltamem.bench.log import RESULTS, ResultLog
 from deltamem.bench.metrics import qa
 from deltamem.bench.metrics.common import mean
 from deltamem.bench.metrics.cost import cost_metrics
+from deltamem.bench.progress import Progress, declare, tick
 from deltamem.bench.render import Block
 from deltamem.bench.runner import (
     add_logged,
@@ -46,10 +47,9 @@ from deltamem.bench.runner import (
     reached_by_rank,
     required,
     search,
-    tick,
     write_run_metrics,
 )
-from deltamem.bench.task import Models, Progress, Record, RunnerTask, RunSpec
+from deltamem.bench.task import Models, Record, RunnerTask, RunSpec
 
 Score = float | bool | None
 
@@ -123,6 +123,14 @@ class QATask(RunnerTask):
         units = self.selected(run)
         answerer = Answerer(required(models.llm, "answering")) if run.answer else None
         run.out.mkdir(parents=True, exist_ok=True)
+        n = len(run.systems)
+        declare(
+            run.progress,
+            {
+                "sessions": n * sum(len(u.sessions) for u in units),
+                "questions": n * sum(len(u.questions) for u in units),
+            },
+        )
         log = ResultLog(run.out / RESULTS, resume=run.resume)
         try:
             systems = each_system(
@@ -132,6 +140,8 @@ class QATask(RunnerTask):
                 for unit in units:
                     prefix = f"{system.name}|{unit.user}"
                     if log.has(f"{prefix}|done"):
+                        tick(run.progress, "sessions", len(unit.sessions))
+                        tick(run.progress, "questions", len(unit.questions))
                         continue
                     if fresh:
                         system.reset(unit.user)
@@ -141,8 +151,8 @@ class QATask(RunnerTask):
                         turn_ids[bench.session_id] = bench.turn_ids
                         last = bench.timestamp or last
                         key = f"{prefix}|session|{i}"
-                        if add_logged(system, log, unit.user, bench, key, {"session": i}):
-                            tick(run.progress, "sessions")
+                        add_logged(system, log, unit.user, bench, key, {"session": i})
+                        tick(run.progress, "sessions")  # logged before or not: it was added
                     for q in unit.questions:
                         key = f"{prefix}|question|{q.id}"
                         if not log.has(key):
@@ -152,7 +162,7 @@ class QATask(RunnerTask):
                                     run, system, answerer, q, key, turn_ids, unit.user, asked_at
                                 )
                             )
-                            tick(run.progress, "questions")
+                        tick(run.progress, "questions")
                     finish(system, log, unit.user, f"{prefix}|done")
         finally:
             log.close()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -26,6 +25,7 @@ from deltamem.answer import Answerer, Order
 from deltamem.bench.answering import as_search_hits, error_text
 from deltamem.bench.log import JUDGMENTS, RESULTS, ResultLog, read_records
 from deltamem.bench.metrics import locomo as lm
+from deltamem.bench.progress import Progress, declare, tick
 from deltamem.bench.systems.base import Retrieved
 from deltamem.llm.base import LLM
 
@@ -85,30 +85,31 @@ def answer_again(rec: dict[str, Any], answerer: Answerer, k: int | None) -> dict
     return new
 
 
-def reanswer(
-    run: ReanswerRun, llm: LLM, *, progress: Callable[[str, int], None] | None = None
-) -> int:
+def reanswer(run: ReanswerRun, llm: LLM, *, progress: Progress | None = None) -> int:
     """Answer the source run's questions again into `run.out`; returns how many
     questions were answered in this call (those already there are skipped)."""
     records = list(read_records(run.source / RESULTS))
     run.out.mkdir(parents=True, exist_ok=True)
     log = ResultLog(run.out / RESULTS, resume=run.resume)
     answerer = Answerer(llm, order=run.order)
-    answered = 0
+
+    def to_answer(rec: dict[str, Any]) -> bool:
+        chosen = (not run.systems or rec.get("system") in run.systems) and (
+            not run.categories or "category" not in rec or int(rec["category"]) in run.categories
+        )
+        return is_question(rec) and chosen and rec.get("hits") is not None
+
     try:
+        todo: dict[str, dict[str, Any]] = {}  # by key, as the log keeps them: first one wins
         for rec in records:
-            if log.has(str(rec["key"])):
-                continue
-            chosen = (not run.systems or rec.get("system") in run.systems) and (
-                not run.categories
-                or "category" not in rec
-                or int(rec["category"]) in run.categories
-            )
-            if is_question(rec) and chosen and rec.get("hits") is not None:
+            if not log.has(str(rec["key"])):
+                todo.setdefault(str(rec["key"]), rec)
+        answered = sum(map(to_answer, todo.values()))
+        declare(progress, {"questions": answered})
+        for rec in todo.values():
+            if to_answer(rec):
                 log.write(answer_again(rec, answerer, run.k))
-                answered += 1
-                if progress is not None:
-                    progress("questions", 1)
+                tick(progress, "questions")
             else:
                 log.write(rec)
     finally:

@@ -24,7 +24,6 @@ from deltamem.bench.task import TaskError
 from deltamem.embed import Embedder
 from deltamem.llm.base import LLM
 
-Progress = Callable[[str, int], None]  # (description, items advanced)
 Make = Callable[[str, Path], MemorySystem]
 T = TypeVar("T")
 
@@ -34,12 +33,6 @@ def required(model: T | None, what: str) -> T:
     if model is None:
         raise TaskError(f"{what} needs a model, and none was given")
     return model
-
-
-def tick(progress: Progress | None, what: str) -> None:
-    """Advance a run's progress bar for `what` by one item, if it has one."""
-    if progress is not None:
-        progress(what, 1)
 
 
 def each_system(

@@ -25,13 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
+from deltamem.bench.progress import Progress
+
 if TYPE_CHECKING:
     from deltamem.bench.render import Block
     from deltamem.bench.systems.base import MemorySystem
     from deltamem.embed import Embedder
     from deltamem.llm.base import LLM
 
-Progress = Callable[[str, int], None]  # (description, items advanced)
 Record = dict[str, Any]
 
 # name -> "module:object" of its Task (imported when the task is used)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
@@ -26,12 +26,32 @@ out = Console()
 err = Console(stderr=True)
 
 
+class Bars:
+    """Progress bars on stderr, one per phase ("sessions", "questions"): the
+    `deltamem.bench.progress.Progress` the bench and synth commands advance. A bar
+    is made when its total is declared (none for a phase of no items) or, open-ended
+    (`n/?`), when it advances first. Off a terminal (CI logs) rich draws nothing
+    until the end, then each bar once, at its final count."""
+
+    def __init__(self, bar: Progress) -> None:
+        self._bar = bar
+        self._tasks: dict[str, TaskID] = {}
+
+    def total(self, what: str, n: int) -> None:
+        if what in self._tasks:
+            self._bar.update(self._tasks[what], total=n)
+        elif n > 0:
+            self._tasks[what] = self._bar.add_task(what, total=n)
+
+    def advance(self, what: str, n: int = 1) -> None:
+        if what not in self._tasks:
+            self._tasks[what] = self._bar.add_task(what, total=None)
+        self._bar.advance(self._tasks[what], n)
+
+
 @contextmanager
-def progress_bars(
-    totals: Mapping[str, int] | None = None,
-) -> Iterator[Callable[[str, int], None]]:
-    """A bar per kind of work ("sessions", "questions"), made when it first
-    advances, on stderr; `totals` gives the kinds whose size is known."""
+def progress_bars(totals: Mapping[str, int] | None = None) -> Iterator[Bars]:
+    """Bars on stderr for the length of the block; `totals` declares some up front."""
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -39,14 +59,10 @@ def progress_bars(
         console=err,
         transient=False,
     ) as bar:
-        tasks: dict[str, TaskID] = {}
-
-        def advance(what: str, n: int) -> None:
-            if what not in tasks:
-                tasks[what] = bar.add_task(what, total=(totals or {}).get(what))
-            bar.advance(tasks[what], n)
-
-        yield advance
+        bars = Bars(bar)
+        for what, n in (totals or {}).items():
+            bars.total(what, n)
+        yield bars
 
 
 def emit_json(value: Any) -> None:

@@ -83,9 +83,9 @@ def synth(
     log_calls(model, out)
     totals = {"personas": personas, "sessions": personas * (events + 1)}
     try:
-        with progress_bars(totals) as advance:
+        with progress_bars(totals) as bars:
             report = synthesize(
-                model, pick(pool, personas), out, config, resume=resume, progress=advance
+                model, pick(pool, personas), out, config, resume=resume, progress=bars
             )
     except SynthError as exc:
         console.print(f"[red]error:[/red] {exc}")

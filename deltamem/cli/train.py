@@ -197,11 +197,12 @@ def evaluate(
     llm = make_llm(OPTS.llm_config)
     embedder = make_embedder(OPTS.embedder)
     seen = 0
-    with progress_bars() as advance:
+    with progress_bars() as bars:
 
         def on_turn(n: int, total: int) -> None:
             nonlocal seen
-            advance("turns", n - seen)
+            bars.total("turns", total)
+            bars.advance("turns", n - seen)
             seen = n
 
         summary = run_eval(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from deltamem.bench.datasets import halumem as ds
 from deltamem.bench.judges.base import CACHE, JudgeCache
 from deltamem.bench.judges.sets import JudgeSet, make_judges
 from deltamem.bench.log import JUDGMENTS, RESULTS, read_records
+from deltamem.bench.progress import Progress, declare, tick
 from deltamem.llm.base import LLM
 
 # which judge scores which kind of record
@@ -41,7 +42,7 @@ def judge_run(
     data: Path,
     llm: LLM,
     *,
-    progress: Callable[[str, int], None] | None = None,
+    progress: Progress | None = None,
     kinds: frozenset[str] = JUDGES,
     mode: str = "auto",
 ) -> int:
@@ -63,7 +64,9 @@ def judge_run(
         if KIND_OF_JUDGE.get(str(r.get("kind"))) in kinds
         and str(r["key"]) not in done
         and not r.get("not_judged")
+        and not (r.get("kind") == "question" and r.get("not_answered"))
     ]
+    declare(progress, Counter(f"judge {r['kind']}" for r in todo))
     need_users = {r["user"] for r in todo if r["kind"] == "extracted"}
     sessions: dict[tuple[str, int], ds.Session] = {}
     if need_users:
@@ -75,15 +78,14 @@ def judge_run(
     with (out / JUDGMENTS).open("a", encoding="utf-8") as fh:
         for r in todo:
             fields = _judge_one(r, judges, memories, sessions)
-            if fields is None:
-                continue
-            fields["judge_mode"] = judges.mode
-            fh.write(json.dumps({"key": r["key"], "fields": fields}, ensure_ascii=False) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-            added += 1
-            if progress is not None:
-                progress(f"judge {r['kind']}", 1)
+            if fields is not None:  # None: an extracted memory whose session the data lacks
+                fields["judge_mode"] = judges.mode
+                line = json.dumps({"key": r["key"], "fields": fields}, ensure_ascii=False)
+                fh.write(line + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+                added += 1
+            tick(progress, f"judge {r['kind']}")
     cache.close()
     return added
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from deltamem.bench.runner import Progress
+from deltamem.bench.progress import Progress
 from deltamem.llm.base import LLM
 from deltamem.train.synth.pipeline import SynthConfig, SynthError, Synthesizer
 

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from deltamem.bench.runner import Progress, tick
+from deltamem.bench.progress import Progress, tick
 from deltamem.llm.base import ChatMessage
 from deltamem.train.synth import render
 from deltamem.train.synth.cache import Cache, Entry

@@ -31,7 +31,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from deltamem.bench.runner import Progress, tick
+from deltamem.bench.progress import Progress, tick
 from deltamem.llm.base import LLM, ChatMessage, LLMError
 from deltamem.text import clip
 from deltamem.train.synth.cache import Cache, Entry
