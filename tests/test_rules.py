@@ -119,12 +119,54 @@ def test_the_rules_decide_the_labelled_cases() -> None:
     # the known misses, each named in docs/rules.md: conv-41's and the written ones
     # (a nonsense label whose every word was said, a true label the turn did not use,
     # two generic "we" sentences, a reply to the listener read as said of them), and
-    # conv-42's held-out sample as labelled before any change
+    # conv-42's held-out sample as labelled before any change (r116 and r119, its
+    # advice and its dropped "not", are refused since ABOUT_LISTENER and
+    # NEGATION_DROPPED), and the kept facts of conv-41/42 those two rules misread
     assert sorted(w["id"] for w in scored.wrong) == [
         "r009", "r071", "r079", "r085", "r096",
-        "r107", "r114", "r115", "r116", "r119", "r120", "r124", "r149",
+        "r107", "r114", "r115", "r120", "r124", "r149",
+        "r154", "r160", "r170", "r176", "r177", "r184", "r196",
     ]  # fmt: skip
-    assert scored.cases >= 150
+    assert scored.cases >= 200
+
+
+def test_a_dropped_negation_is_refused_and_a_kept_one_is_not() -> None:
+    dropped = check("Joanna is a gamer", "Joanna", "Sounds fun, even if I'm not into games.", None)
+    assert dropped.refused is not None and dropped.refused.code == "NEGATION_DROPPED"
+    assert check("Joanna is not into games", "Joanna", "I'm not into games.", None).kept
+    # a negation that says yes, and a denial the fact says in its own words
+    assert check("Tom is excited to visit Paris", "Tom", "I can't wait to visit Paris!", None).kept
+    assert check("Sam dislikes sodas", "Sam", "I really don't drink sodas.", None).kept
+    # Spanish: its own negation words
+    no = check("Ana toma café por la mañana", "Ana", "No tomo café por la mañana.", None)
+    assert no.refused is not None and no.refused.code == "NEGATION_DROPPED"
+
+
+@pytest.mark.parametrize(
+    ("fact", "said"),
+    [
+        ("Joanna has cooking skills", "I can tell! Your cooking skills are awesome."),
+        ("Nate is allergic to peanuts", "Sorry to hear that. What are you allergic to?"),
+        ("Nate likes to work hard", "Great idea! Keep up the hard work!"),
+        ("Nate has faith in Nate", "I have faith in you!"),
+    ],
+)
+def test_what_was_said_to_the_listener_is_not_the_persons(fact: str, said: str) -> None:
+    verdict = check(fact, fact.split()[0], said, None)
+    assert verdict.refused is not None and verdict.refused.code == "ABOUT_LISTENER"
+
+
+@pytest.mark.parametrize(
+    ("fact", "said"),
+    [
+        ("Tom adopted a puppy", "Did I tell you I adopted a puppy last week?"),
+        ("Tom loves hiking", "Love hiking, especially in autumn."),
+        ("Tom's work has been crazy", "Work has been crazy this month."),
+        ("Tom loves it when Ana cooks", "I love when you cook for us."),
+    ],
+)
+def test_the_speakers_own_news_beside_a_you_is_kept(fact: str, said: str) -> None:
+    assert check(fact, "Tom", said, None).kept
 
 
 def test_the_decide_stage_shares_one_duplicate_threshold() -> None:

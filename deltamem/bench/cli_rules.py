@@ -24,6 +24,13 @@ def rules(
     out: Annotated[
         Path | None, typer.Option(help="Write the figures here as JSON (and the table as .md).")
     ] = None,
+    facts: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write every replayed fact, with its turn and the rules that fired, here "
+            "(JSON Lines, one file for all runs): the material for labelling kept facts."
+        ),
+    ] = None,
 ) -> None:
     """Each fact rule measured without a model call: on the labelled cases (fires,
     precision, misses) and on each run's logged replies (refuses, fires, and how many
@@ -50,12 +57,21 @@ def rules(
             f"{name}: {score.sessions} sessions, {score.written} facts written, "
             f"{score.kept} kept ({score.kept / max(1, score.written):.1%})"
         )
+    if facts is not None:
+        facts.parent.mkdir(parents=True, exist_ok=True)
+        with facts.open("w", encoding="utf-8") as f:
+            for name, score in replayed.items():
+                for row in score.facts:
+                    f.write(json.dumps({"run": name, **row}, ensure_ascii=False) + "\n")
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         # vars, not asdict: asdict rebuilds a Counter from (key, count) pairs as keys
         figures = {
             "cases": dict(vars(scored)),
-            "runs": {name: dict(vars(score)) for name, score in replayed.items()},
+            "runs": {
+                name: {k: v for k, v in vars(score).items() if k != "facts"}
+                for name, score in replayed.items()
+            },
         }
         out.write_text(json.dumps(figures, indent=1, default=str), encoding="utf-8")
         out.with_suffix(".md").write_text(table + "\n", encoding="utf-8")

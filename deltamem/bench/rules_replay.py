@@ -86,6 +86,8 @@ class RunScore:
     rewrites: Counter[str] = field(default_factory=Counter)
     sessions: int = 0
     examples: dict[str, list[str]] = field(default_factory=dict)  # refused facts, a few a rule
+    # every written fact with its turn and verdict (for labelling by hand)
+    facts: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _parsed(reply: str) -> dict[str, Any]:
@@ -151,6 +153,18 @@ def _score(
     if verdict.kept and not news(verdict.fact, asked.subject, said_before):
         fired.append("NOTHING_NEW")
     out.written += 1
+    out.facts.append(
+        {
+            "fact": verdict.fact,
+            "written": fact,
+            "subject": asked.subject,
+            "said": asked.said,
+            "before": before,
+            "language": asked.language,
+            "refused": fired[0] if fired else None,
+            "fired": fired,
+        }
+    )
     for r in verdict.rewrites:
         out.rewrites[r.code] += 1
     for code in fired:

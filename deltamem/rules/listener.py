@@ -1,0 +1,120 @@
+"""What the person said to the listener is not a fact about the person.
+
+In a chat between two people half of what one says is about the other: praise
+("Your cooking skills are awesome" -> "Joanna has cooking skills"), questions
+("What specifically are you allergic to?" -> "Nate is allergic to peanuts"),
+advice ("Read lots. Build a solid understanding of literature." -> "Joanna is trying
+to build a solid understanding of literature"). The 1.5B extractor writes each as a
+fact about the speaker, every word of it said. This check reads the clauses the fact
+was made from (`deltamem.rules.sources`): where each of them is about the listener, the
+fact is refused. A clause is about the listener when
+
+* it speaks of "you" or "your" and the speaker is not in it as a subject or an
+  owner ("I love when you try something new" is the speaker's; "Keep me posted on
+  how your campaign is going" is not; "Glad you enjoyed it" is read as the
+  listener's, wrongly: the gladness is the speaker's),
+* it asks, and the speaker is not in it ("Are you excited?"; "Did I tell you I
+  adopted a puppy?" is the speaker's news), or
+* the fact names the person twice ("Nate has faith in Nate" from "I have faith in
+  you!"): the second is the listener, written with the person's name, or
+* it tells the listener to do something (English: it opens with a verb's bare form,
+  "Keep up the hard work!"; a verb of feeling opening a clause is the speaker's own,
+  "Love your creations!" is "I love ...").
+"""
+
+from __future__ import annotations
+
+import re
+
+from lemminflect import getAllLemmas  # type: ignore[import-untyped]
+
+from deltamem.rules.base import Outcome
+from deltamem.rules.grounding import FIRST_PERSON_WORDS
+from deltamem.rules.pipeline import FactInput
+from deltamem.rules.sources import WORD, Clause, sources
+
+# the listener's words, by language
+SECOND_PERSON = {
+    "en": frozenset("you you're you've you'd you'll your yours yourself yourselves y'all".split()),
+    "es": frozenset(
+        "tú tu tus te ti contigo usted ustedes vosotros vosotras vuestro vuestra vuestros "
+        "vuestras tuyo tuya tuyos tuyas".split()
+    ),
+    "de": frozenset("du dich dir dein deine deinen deinem deiner deines euch euer eure".split()),
+    "fr": frozenset("tu te t' toi ton ta tes vous votre vos".split()),
+}
+# the speaker as a clause's subject or owner; English's object "me" and "us" are left
+# out ("keep me posted on your campaign" is the listener's), the other languages'
+# are not ("me gusta", "mir gefällt": the speaker's liking)
+_SPEAKER = {
+    lang: words - ({"me", "us"} if lang == "en" else set())
+    for lang, words in FIRST_PERSON_WORDS.items()
+}
+# openers of an order that are not its verb ("Just keep going", "Don't be afraid")
+_BEFORE_ORDER = frozenset("just please definitely do don't dont".split())
+# verbs of feeling and thought: a clause opening with one has dropped its "I"
+# ("Love your creations!", "Hope it goes well", "Guess so")
+_FEELING = frozenset(
+    "love like hope wish miss think guess need want mean bet agree feel know wonder "
+    "appreciate adore hate enjoy reckon suppose remember".split()
+)
+# a word after the opener that makes the opener a noun ("Work is crazy")
+_NOUN_AFTER = frozenset("is was has had has been 's are were will would can could".split())
+
+
+def _tokens(text: str) -> list[str]:
+    return [w.lower().replace("’", "'") for w in WORD.findall(text)]
+
+
+def _orders(tokens: list[str]) -> bool:
+    """Whether a clause opens with an order (English): a verb's bare form."""
+    i = 0
+    while i < len(tokens) - 1 and tokens[i] in _BEFORE_ORDER:
+        i += 1
+    word = tokens[i] if tokens else ""
+    if word in _FEELING or word in ("let's", "lets", "thank", "thanks"):
+        return False
+    if i + 1 < len(tokens) and tokens[i + 1] in _NOUN_AFTER:
+        return False
+    # a bare verb, and nothing but a verb or a noun ("Cool!", "Up for it" are not orders)
+    lemmas = getAllLemmas(word)
+    verb = lemmas.get("VERB")
+    return bool(verb) and verb[0] == word and set(lemmas) <= {"VERB", "NOUN", "AUX"}
+
+
+def listeners(clause: Clause, language: str) -> str | None:
+    """How a clause is about the listener ("you", "asks", "order"), or None."""
+    tokens = _tokens(clause.text)
+    if not tokens or set(tokens) & _SPEAKER.get(language, frozenset()):
+        return None
+    if set(tokens) & SECOND_PERSON.get(language, frozenset()):
+        return "you"
+    if clause.asks:
+        return "asks"
+    if language == "en" and clause.opens and _orders(tokens):
+        return "order"
+    return None
+
+
+def _named_again(fact: str, subject: str) -> bool:
+    """Whether a fact that opens with the person as its doer names them again
+    ("Nate has faith in Nate", "Joanna is grateful for Joanna's help"); "Maria's aunt
+    helped Maria's family" opens with a thing of theirs."""
+    first = subject.split()[0] if subject else ""
+    if not first[:1].isupper() or not fact.startswith(subject) or subject == "The user":
+        return False
+    rest = fact[len(subject) :]
+    return not re.match(r"['’]", rest) and bool(re.search(rf"\b{re.escape(first)}\b", rest))
+
+
+def about_listener(given: FactInput) -> Outcome | None:
+    if _named_again(given.fact, given.subject):
+        return Outcome("ABOUT_LISTENER", "names the person again where the listener was meant")
+    found = sources(given.fact, given.subject, given.said, given.language)
+    how = [listeners(c, given.language) for c in found]
+    if not found or None in how:
+        return None
+    said = {"you": "said of the listener", "asks": "asked", "order": "told the listener"}[
+        str(how[0])
+    ]
+    return Outcome("ABOUT_LISTENER", f"{said}, not the person's: {found[0].text[:80]!r}")

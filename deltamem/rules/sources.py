@@ -1,0 +1,93 @@
+"""The clauses of a message a fact was made from.
+
+A message is cut into sentences (each knows whether it asks) and those into clauses:
+at commas and dashes in any language, and at the words that join clauses in English.
+A fact's sources are the clauses that hold the most of its content words (a word
+made from a verb counting for the verb: "gamer" for "games"). The checks that read
+what a clause does to those words (denies them, says them of the listener, asks
+them) read these.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from deltamem.porter import stem
+from deltamem.rules.grounding import FREE_STEMS, function_words, person_stems
+from deltamem.text import terms
+
+_SENTENCE = re.compile(r"[^.;:!?()\[\]\"“”¿¡]+[.;:!?()\[\]\"“”¿¡]*")
+_JOINS = {
+    "en": re.compile(
+        r",\s*|\s+[-–—]\s+|\s+(?:and|but|because|so|while|whereas|although|though|since|"
+        r"when|which|who|if)\s+",
+        re.IGNORECASE,
+    ),
+}
+_PUNCTUATION = re.compile(r",\s*|\s+[-–—]\s+")
+WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+
+
+@dataclass(frozen=True)
+class Clause:
+    text: str
+    asks: bool  # it ends a sentence that ends with a question mark
+    # it opens its sentence (what comes before it in the sentence is a word or two:
+    # "Yeah, keep going", "Read lots and try ...")
+    opens: bool = True
+
+
+def clauses(said: str, language: str) -> list[Clause]:
+    cut = _JOINS.get(language, _PUNCTUATION)
+    out: list[Clause] = []
+    for m in _SENTENCE.finditer(said):
+        sentence = m.group()
+        parts = [c.strip() for c in cut.split(sentence.rstrip('.;:!?()[]"“”¿¡')) if c.strip()]
+        for i, text in enumerate(parts):
+            asks = "?" in sentence and i == len(parts) - 1
+            opens = all(len(p.split()) <= 2 for p in parts[:i])
+            out.append(Clause(text, asks, opens))
+    return out
+
+
+def forms(word: str) -> set[str]:
+    """A fact word's stems, with the word it is made from ("gamer" -> game)."""
+    out = {stem(word)}
+    if word.endswith(("er", "or")) and len(word) > 4:
+        out |= {stem(word[:-2]), stem(word[:-1])}
+    return out
+
+
+def fact_words(fact: str, subject: str, language: str) -> list[set[str]]:
+    """The fact's content words (each as its `forms`), less the person's name and
+    the words a fact may add freely."""
+    skip = person_stems(subject) | FREE_STEMS | function_words(language)
+    return [f for f in (forms(t) for t in terms(fact, limit=64)) if not f & skip]
+
+
+def sources(fact: str, subject: str, said: str, language: str) -> list[Clause]:
+    """The clauses holding the most of the fact's content words; none when no
+    clause holds one."""
+    words = fact_words(fact, subject, language)
+    if not words:
+        return []
+    held: list[tuple[int, Clause]] = []
+    for clause in clauses(said, language):
+        stems = {stem(t) for t in terms(clause.text, limit=64)}
+        n = sum(bool(f & stems) for f in words)
+        if n:
+            held.append((n, clause))
+    if not held:
+        return []
+    best = max(n for n, _ in held)
+    return [c for n, c in held if n == best]
+
+
+def first_at(clause: str, words: list[set[str]]) -> int | None:
+    """Where the first of the fact's words starts in `clause`."""
+    for m in WORD.finditer(clause):
+        s = stem(m.group().lower().replace("’", "'"))
+        if any(s in f for f in words):
+            return m.start()
+    return None
