@@ -121,12 +121,14 @@ def test_the_rules_decide_the_labelled_cases() -> None:
     # two generic "we" sentences, a reply to the listener read as said of them), and
     # conv-42's held-out sample as labelled before any change (r116 and r119, its
     # advice and its dropped "not", are refused since ABOUT_LISTENER and
-    # NEGATION_DROPPED), and the kept facts of conv-41/42 those two rules misread
-    assert sorted(w["id"] for w in scored.wrong) == [
+    # NEGATION_DROPPED), the kept facts of conv-41/42 those two rules misread, and
+    # the maxims GENERAL_TRUTH misses (r076: labelled keep before, a maxim since)
+    assert sorted(w["id"] for w in scored.wrong) == sorted([
         "r009", "r071", "r079", "r085", "r096",
         "r107", "r114", "r115", "r120", "r124", "r149",
         "r154", "r160", "r170", "r176", "r177", "r184", "r196",
-    ]  # fmt: skip
+        "r076", "r205", "r208", "r209", "r210",
+    ])  # fmt: skip
     assert scored.cases >= 200
 
 
@@ -154,6 +156,13 @@ def test_a_dropped_negation_is_refused_and_a_kept_one_is_not() -> None:
 def test_what_was_said_to_the_listener_is_not_the_persons(fact: str, said: str) -> None:
     verdict = check(fact, fact.split()[0], said, None)
     assert verdict.refused is not None and verdict.refused.code == "ABOUT_LISTENER"
+
+
+def test_a_maxim_is_not_the_persons_doing() -> None:
+    said = "Sounds nice, Maria! Spending time with loved ones is important."
+    maxim = check("John enjoys spending time with loved ones", "John", said, None)
+    assert maxim.refused is not None and maxim.refused.code == "GENERAL_TRUTH"
+    assert check("Tom enjoys hiking", "Tom", "Hiking is my favourite way to switch off.", None).kept
 
 
 @pytest.mark.parametrize(
