@@ -122,13 +122,15 @@ def test_the_rules_decide_the_labelled_cases() -> None:
     # conv-42's held-out sample as labelled before any change (r116 and r119, its
     # advice and its dropped "not", are refused since ABOUT_LISTENER and
     # NEGATION_DROPPED), the kept facts of conv-41/42 those two rules misread, and
-    # the maxims GENERAL_TRUTH misses (r076: labelled keep before, a maxim since)
-    assert sorted(w["id"] for w in scored.wrong) == sorted([
+    # the maxims read as the person's doing (r205-r211, r213: GENERAL_TRUTH refused
+    # them, and went when held-out conv-43 showed it refusing more right facts than
+    # wrong)
+    assert sorted(w["id"] for w in scored.wrong) == [
         "r009", "r071", "r079", "r085", "r096",
         "r107", "r114", "r115", "r120", "r124", "r149",
         "r154", "r160", "r170", "r176", "r177", "r184", "r196",
-        "r076", "r205", "r208", "r209", "r210",
-    ])  # fmt: skip
+        "r205", "r206", "r207", "r208", "r209", "r210", "r211", "r213",
+    ]  # fmt: skip
     assert scored.cases >= 200
 
 
@@ -156,13 +158,6 @@ def test_a_dropped_negation_is_refused_and_a_kept_one_is_not() -> None:
 def test_what_was_said_to_the_listener_is_not_the_persons(fact: str, said: str) -> None:
     verdict = check(fact, fact.split()[0], said, None)
     assert verdict.refused is not None and verdict.refused.code == "ABOUT_LISTENER"
-
-
-def test_a_maxim_is_not_the_persons_doing() -> None:
-    said = "Sounds nice, Maria! Spending time with loved ones is important."
-    maxim = check("John enjoys spending time with loved ones", "John", said, None)
-    assert maxim.refused is not None and maxim.refused.code == "GENERAL_TRUTH"
-    assert check("Tom enjoys hiking", "Tom", "Hiking is my favourite way to switch off.", None).kept
 
 
 @pytest.mark.parametrize(

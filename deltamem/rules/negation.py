@@ -18,7 +18,9 @@ from deltamem.rules.sources import fact_words, first_at, sources
 
 # the words that deny what follows them, by language
 NEGATIONS = {
-    "en": r"\b(?:not|no|never|neither|nor|nobody|nothing|none)\b|n['’]t\b",
+    # (not "nothing", "nobody", "none": "there's nothing like a stadium's energy" says
+    # the energy is the best)
+    "en": r"\b(?:not|no|never|neither|nor)\b|n['’]t\b",
     "es": r"\b(?:no|nunca|jamás|ni|nada|nadie|tampoco)\b",
     "de": r"\b(?:nicht|nie|niemals|kein|keine|keinen|keinem|keiner|keines|nichts|weder)\b",
     "fr": r"\b(?:ne|pas|jamais|rien|personne|ni)\b|\bn['’]",

@@ -7,7 +7,7 @@ prints this list. A rule lands here with those three figures, or not at all.
 
 from __future__ import annotations
 
-from deltamem.rules import generic, grounding, listener, negation, whose
+from deltamem.rules import grounding, listener, negation, whose
 from deltamem.rules.base import Rule, Stage
 
 EN = frozenset({"en"})
@@ -103,15 +103,6 @@ _ALL: list[Rule] = [
         "without the speaker, asks, or tells them to do something",
         frozenset(listener.SECOND_PERSON),
         listener.about_listener,
-    ),
-    Rule(
-        "GENERAL_TRUTH",
-        "fact",
-        "refuse",
-        "every clause holding the fact's words is a maxim ('Spending time with loved ones is "
-        "important', 'it's key to ...') with nothing of the speaker in it",
-        EN,
-        generic.general_truth,
     ),
     Rule(
         "NAMESAKE",
