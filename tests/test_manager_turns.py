@@ -560,3 +560,21 @@ def test_the_name_given_in_an_earlier_session_is_used(embedder: Embedder, store:
     assert "The person is called Ola Berg." in prompt
     # the person's own sentence, told of them
     assert [w.content for w in plan.writes] == ["Ola Berg quit Haukeland Hospital in January 2029."]
+
+
+def test_in_a_chat_between_two_people_the_other_ones_message_is_the_context() -> None:
+    from deltamem.manager.extract import turn_prompt
+
+    chat = [
+        Message(role="user", name="Tim", content="Where's your next game?"),
+        Message(role="user", name="John", content="Seattle, next month!"),
+        Message(role="user", name="John", content="Can't wait."),
+    ]
+    record = SessionRecord(
+        user_id="u", session_id="s", timestamp=T0, messages=chat, content_hash="h"
+    )
+    asked = turn_prompt(record, 1, None)
+    assert asked.before is chat[0] and asked.subject == "John"
+    assert "Tim (before): Where's your next game?" in asked.messages[1]["content"]
+    # the same person's message before is no one else's context
+    assert turn_prompt(record, 2, None).before is None

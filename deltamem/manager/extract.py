@@ -2,7 +2,8 @@
 
 A 1.5B model shown a whole session, the known memories and a worked example at
 once copies what it was shown (docs/journal/benchmarks.md). Asked about one user message,
-with the assistant's message before it as context and nothing else, it writes the
+with the message before it as context (the assistant's, or the other person's
+in a chat between two people) and nothing else, it writes the
 facts that message states. Each call is short, its reply capped (at most six
 facts), and its static instructions come first so the KV cache serves them.
 
@@ -112,11 +113,25 @@ class TurnPrompt:
     turn: int  # index of the user message in the session
     subject: str  # who the facts are about: the person's name, else UNNAMED
     said: str  # the person's message, relative dates annotated
-    before: Message | None  # the assistant's message just before it, if any
+    # the message just before it from someone else: the assistant's, or another
+    # person's in a chat between people (both "user", told apart by name)
+    before: Message | None
     messages: list[ChatMessage]  # system + user message, as sent to the model
     # (expression, date) of each relative time expression of the message
     dates: tuple[tuple[str, str], ...] = ()
     language: str = ENGLISH  # of the person's message
+
+
+def _before(msgs: list[Message], turn: int) -> Message | None:
+    """The message just before user turn `turn` when someone else sent it. Two
+    people both on role "user" (a LoCoMo chat) answer each other: "Seattle, next
+    month!" says nothing without "Where's your next game?"."""
+    if turn == 0:
+        return None
+    prev, msg = msgs[turn - 1], msgs[turn]
+    if prev.role != "user":
+        return prev
+    return prev if prev.name and msg.name and prev.name != msg.name else None
 
 
 def turn_prompt(
@@ -128,7 +143,7 @@ def turn_prompt(
     from here, so training sees exactly what the manager sends."""
     msgs = session.messages
     msg = msgs[turn]
-    before = msgs[turn - 1] if turn > 0 and msgs[turn - 1].role != "user" else None
+    before = _before(msgs, turn)
     subject = msg.name or name or UNNAMED
     text = " ".join(msg.content.split())
     dates = tuple(relative_dates(text, msg.timestamp or session.timestamp))
