@@ -177,30 +177,47 @@ def open_store(
             finally:
                 sqlite_store.close()
         return
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
     from deltamem.store.postgres import PostgresStore
 
     if dsn is None:
         raise SystemExit("--backend postgres needs --dsn")
-    schema = keep or f"bench_{int(time.time())}"
+    with bench_schema(dsn, keep, "bench") as (pg_dsn, built):
+        pg_store = PostgresStore(pg_dsn, dim)
+        try:
+            yield pg_store, built
+        finally:
+            pg_store.close()
+
+
+@contextmanager
+def bench_schema(
+    dsn: str, keep: str | None, prefix: str, settings: tuple[str, ...] = ()
+) -> Iterator[tuple[str, bool]]:
+    """A PostgreSQL schema to build a benchmark's store in: `keep` (reused where a
+    run built it to the end, else emptied and built again) or a new one, dropped
+    after. Yields the DSN that points the store at it (with `settings`, NAME=VALUE,
+    set on its connections) and whether it is built already."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    schema = keep or f"{prefix}_{int(time.time())}"
     with psycopg.connect(dsn, autocommit=True) as conn:
-        kept = conn.execute("SELECT to_regclass(%s) AS t", (f"{schema}.meta",)).fetchone()
+        kept = conn.execute("SELECT to_regclass(%s)", (f"{schema}.meta",)).fetchone()
         built = bool(kept and kept[0]) and (
             conn.execute(f"SELECT 1 FROM {schema}.meta WHERE key='bench_built'").fetchone()
             is not None
         )
-        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
-    pg_dsn = make_conninfo(dsn, options=f"-c search_path={schema},public")
-    pg_store = PostgresStore(pg_dsn, dim)
+        if not built:  # new, or a build that did not finish: start again
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+            conn.execute(f"CREATE SCHEMA {schema}")
+    options = " ".join([f"-c search_path={schema},public", *(f"-c {s}" for s in settings)])
+    pg_dsn = make_conninfo(dsn, options=options)
     try:
-        yield pg_store, built
+        yield pg_dsn, built
         if keep and not built:
             with psycopg.connect(pg_dsn, autocommit=True) as conn:
                 conn.execute("INSERT INTO meta VALUES ('bench_built', '1')")
     finally:
-        pg_store.close()
         if not keep:
             with psycopg.connect(dsn, autocommit=True) as conn:
                 conn.execute(f"DROP SCHEMA {schema} CASCADE")

@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from search_latency import QUERIES, Precomputed, sentence, turn
+from search_latency import QUERIES, Precomputed, bench_schema, sentence, turn
 
 from deltamem.embed import make_embedder
 from deltamem.embed.base import Embedder
@@ -394,34 +394,12 @@ def open_target(
             path = Path(tmp) / "bench.db"
             yield Target(lambda **kw: SQLiteStore(path, dim=dim), None, False)
         return
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
     from deltamem.store.postgres import PostgresStore
 
     if dsn is None:
         raise SystemExit("--backend postgres needs --dsn")
-    schema = keep or f"bench_users_{int(time.time())}"
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        kept = conn.execute("SELECT to_regclass(%s)", (f"{schema}.meta",)).fetchone()
-        built = bool(kept and kept[0]) and (
-            conn.execute(f"SELECT 1 FROM {schema}.meta WHERE key='bench_built'").fetchone()
-            is not None
-        )
-        if not built:  # new, or a build that did not finish: start again
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-            conn.execute(f"CREATE SCHEMA {schema}")
-    options = " ".join([f"-c search_path={schema},public", *(f"-c {s}" for s in settings)])
-    pg_dsn = make_conninfo(dsn, options=options)
-    try:
+    with bench_schema(dsn, keep, "bench_users", tuple(settings)) as (pg_dsn, built):
         yield Target(lambda **kw: PostgresStore(pg_dsn, dim, **kw), pg_dsn, built)
-        if keep and not built:
-            with psycopg.connect(pg_dsn, autocommit=True) as conn:
-                conn.execute("INSERT INTO meta VALUES ('bench_built', '1')")
-    finally:
-        if not keep:
-            with psycopg.connect(dsn, autocommit=True) as conn:
-                conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 def build(target: Target, shape: Shape, load: str) -> dict[str, float]:
