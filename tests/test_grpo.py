@@ -187,8 +187,14 @@ def test_export_matches_peft_on_every_projection(tiny: Tiny, tmp_path: Path, rsl
         want = _hf_logits(peft_model, ids)
         with peft_model.disable_adapter():
             base = _hf_logits(peft_model, ids)
-        assert np.abs(want - base).max() > 0.05
-        np.testing.assert_allclose(_llama_logits(tiny.gguf, out, ids), want, atol=2e-3)
+        effect = np.abs(want - base).max()
+        assert effect > 0.05
+        # the adapter's effect reproduced to within 1% of itself (a wrong name,
+        # orientation or scale is off by the order of the effect): an absolute bound
+        # failed when the tiny model's corpus changed (0.014 off an effect of 6.2),
+        # llama.cpp and torch summing the ×20 adapter in different orders
+        got = _llama_logits(tiny.gguf, out, ids)
+        assert np.abs(got - want).max() < 0.01 * effect
     finally:
         peft_model.unload()
 
