@@ -71,7 +71,7 @@ from deltamem.memory import session_hash
 from deltamem.retrieval.hybrid import HybridSearcher
 from deltamem.store.base import PlannedEpisode, PlannedWrite, Store
 from deltamem.store.common import added, history_row, written_values
-from deltamem.store.rows import stored_agent
+from deltamem.store.rows import episode_values, stored_agent
 from deltamem.text import keywords
 from deltamem.types import Message, SessionRecord, utcnow
 
@@ -280,22 +280,7 @@ def session_rows(s: PlannedSession, dim: int) -> dict[str, list[tuple[Any, ...]]
     for pe in s.episodes:
         ep = pe.episode
         check_embedding(pe.embedding, dim, finite=True)
-        rows["episodes"].append(
-            (
-                ep.id,
-                ep.user_id,
-                stored_agent(ep.agent_id),
-                ep.session_id,
-                ep.turn,
-                ep.role,
-                ep.name,
-                ep.content,
-                ep.timestamp.timestamp(),
-                ep.timestamp.isoformat(),
-                pe.embedding,
-                fold(ep.content),
-            )
-        )
+        rows["episodes"].append((*episode_values(ep), pe.embedding, fold(ep.content)))
     return rows
 
 

@@ -15,7 +15,7 @@ import psycopg
 from deltamem.store.base import PlannedEpisode
 from deltamem.store.common import check_embedding
 from deltamem.store.pg_sql import bump_search_version, filter_sql, fold, vector_literal
-from deltamem.store.rows import POSTGRES_ROWS, stored_agent
+from deltamem.store.rows import POSTGRES_ROWS, episode_values, stored_agent
 from deltamem.types import Episode, SearchFilters, SessionRecord
 
 Row = dict[str, Any]
@@ -53,20 +53,7 @@ class PostgresEpisodes:
                    content, ts, timestamp, embedding, fts_text)
                    VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::vector,%s)
                    ON CONFLICT DO NOTHING RETURNING 1""",
-                (
-                    ep.id,
-                    ep.user_id,
-                    stored_agent(ep.agent_id),
-                    ep.session_id,
-                    ep.turn,
-                    ep.role,
-                    ep.name,
-                    ep.content,
-                    ep.timestamp.timestamp(),
-                    ep.timestamp.isoformat(),
-                    vector_literal(pe.embedding),
-                    fold(ep.content),
-                ),
+                (*episode_values(ep), vector_literal(pe.embedding), fold(ep.content)),
             ).fetchone()
             added += row is not None
         return added

@@ -34,6 +34,23 @@ def stored_agent(agent_id: str | None) -> str:
     return agent_id or ""
 
 
+def episode_values(ep: Episode) -> tuple[Any, ...]:
+    """An episode's columns id … timestamp, in the order both stores write them
+    (each adds its own embedding encoding after them)."""
+    return (
+        ep.id,
+        ep.user_id,
+        stored_agent(ep.agent_id),
+        ep.session_id,
+        ep.turn,
+        ep.role,
+        ep.name,
+        ep.content,
+        ep.timestamp.timestamp(),
+        ep.timestamp.isoformat(),
+    )
+
+
 def _as_is(value: Any) -> Any:
     return value
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from deltamem.store.base import PlannedEpisode
 from deltamem.store.common import check_embedding
-from deltamem.store.rows import SQLITE_ROWS, stored_agent
+from deltamem.store.rows import SQLITE_ROWS, episode_values, stored_agent
 from deltamem.store.sqlite_sql import FIRST_VERSION, count_rows
 from deltamem.store.vectors import Bank, VectorCache
 from deltamem.types import Episode, SearchFilters, SessionRecord
@@ -38,19 +38,7 @@ class SQLiteEpisodes:
             cur = db.execute(
                 """INSERT OR IGNORE INTO episodes (id, user_id, agent_id, session_id, turn, role,
                    name, content, ts, timestamp, embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?)""",
-                (
-                    ep.id,
-                    ep.user_id,
-                    stored_agent(ep.agent_id),
-                    ep.session_id,
-                    ep.turn,
-                    ep.role,
-                    ep.name,
-                    ep.content,
-                    ep.timestamp.timestamp(),
-                    ep.timestamp.isoformat(),
-                    np.asarray(pe.embedding, dtype=np.float32).tobytes(),
-                ),
+                (*episode_values(ep), np.asarray(pe.embedding, dtype=np.float32).tobytes()),
             )
             if cur.rowcount == 1:
                 db.execute(
