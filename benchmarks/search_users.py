@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from search_latency import QUERIES, Precomputed, bench_schema, sentence, turn
+from search_latency import QUERIES, Precomputed, bench_schema, embed_ms, sentence, turn
 
 from deltamem.embed import make_embedder
 from deltamem.embed.base import Embedder
@@ -609,12 +609,7 @@ def main(argv: list[str] | None = None, embedder: Embedder | None = None) -> dic
             vector = embedder.embed([QUERIES[0]])[0]
             result.update(server_facts(target.dsn, explain, vector))
     if real is not None:
-        t = []
-        for q in QUERIES * 10:
-            s = time.perf_counter()
-            real.embed([q])
-            t.append((time.perf_counter() - s) * 1000)
-        result["embed_ms"] = round(statistics.median(t), 3)
+        result["embed_ms"] = embed_ms(real)
     print(json.dumps(result, indent=None if args.json else 2))
     return result
 
