@@ -119,32 +119,22 @@ def test_the_rules_decide_the_labelled_cases() -> None:
     # the known misses, each named in docs/rules.md: conv-41's and the written ones
     # (a nonsense label whose every word was said, a true label the turn did not use,
     # two generic "we" sentences, a reply to the listener read as said of them), and
-    # conv-42's held-out sample as labelled before any change (r116 and r119, its
-    # advice and its dropped "not", are refused since ABOUT_LISTENER and
-    # NEGATION_DROPPED), the kept facts of conv-41/42 those two rules misread, and
+    # conv-42's held-out sample as labelled before any change (r116, its advice, is
+    # refused since ABOUT_LISTENER), the kept facts of conv-41/42 that rule misreads,
     # the maxims read as the person's doing (r205-r211, r213: GENERAL_TRUTH refused
     # them, and went when held-out conv-43 showed it refusing more right facts than
-    # wrong), and the two of held-out conv-43's firings ABOUT_LISTENER refuses wrongly
+    # wrong), the dropped negations (r119, r159, r183-r193: NEGATION_DROPPED refused
+    # them, and went when conv-43 and HaluMem showed 3 of its 4 firings wrong), and
+    # two of held-out conv-43's firings ABOUT_LISTENER refuses wrongly
     assert sorted(w["id"] for w in scored.wrong) == [
         "r009", "r071", "r079", "r085", "r096",
-        "r107", "r114", "r115", "r120", "r124", "r149",
-        "r154", "r160", "r170", "r176", "r177", "r184", "r196",
+        "r107", "r114", "r115", "r119", "r120", "r124", "r149",
+        "r154", "r159", "r160", "r170", "r176", "r177",
+        "r183", "r184", "r185", "r191", "r193", "r196",
         "r205", "r206", "r207", "r208", "r209", "r210", "r211", "r213",
         "r220", "r235",
     ]  # fmt: skip
     assert scored.cases >= 200
-
-
-def test_a_dropped_negation_is_refused_and_a_kept_one_is_not() -> None:
-    dropped = check("Joanna is a gamer", "Joanna", "Sounds fun, even if I'm not into games.", None)
-    assert dropped.refused is not None and dropped.refused.code == "NEGATION_DROPPED"
-    assert check("Joanna is not into games", "Joanna", "I'm not into games.", None).kept
-    # a negation that says yes, and a denial the fact says in its own words
-    assert check("Tom is excited to visit Paris", "Tom", "I can't wait to visit Paris!", None).kept
-    assert check("Sam dislikes sodas", "Sam", "I really don't drink sodas.", None).kept
-    # Spanish: its own negation words
-    no = check("Ana toma café por la mañana", "Ana", "No tomo café por la mañana.", None)
-    assert no.refused is not None and no.refused.code == "NEGATION_DROPPED"
 
 
 @pytest.mark.parametrize(
@@ -172,6 +162,12 @@ def test_what_was_said_to_the_listener_is_not_the_persons(fact: str, said: str) 
 )
 def test_the_speakers_own_news_beside_a_you_is_kept(fact: str, said: str) -> None:
     assert check(fact, "Tom", said, None).kept
+
+
+def test_a_name_written_twice_without_a_you_is_not_the_listener() -> None:
+    # HaluMem's long preference facts repeat the name for "she"
+    fact = "Sam Lee dislikes sodas, because Sam Lee finds them too sweet"
+    assert check(fact, "Sam Lee", "I don't like sodas, they're too sweet for me.", None).kept
 
 
 def test_the_decide_stage_shares_one_duplicate_threshold() -> None:

@@ -15,8 +15,9 @@ fact is refused. A clause is about the listener when
   listener's, wrongly: the gladness is the speaker's),
 * it asks, and the speaker is not in it ("Are you excited?"; "Did I tell you I
   adopted a puppy?" is the speaker's news), or
-* the fact names the person twice ("Nate has faith in Nate" from "I have faith in
-  you!"): the second is the listener, written with the person's name, or
+* the fact names the person twice where the message says "you" ("Nate has faith in
+  Nate" from "I have faith in you!"): the second is the listener, written with the
+  person's name, or
 * it tells the listener to do something (English: it opens with a verb's bare form,
   "Keep up the hard work!"; a verb of feeling opening a clause is the speaker's own,
   "Love your creations!" is "I love ...").
@@ -108,7 +109,10 @@ def _named_again(fact: str, subject: str) -> bool:
 
 
 def about_listener(given: FactInput) -> Outcome | None:
-    if _named_again(given.fact, given.subject):
+    # the person named again stands for a "you" of the message; without one it is the
+    # model writing the name for "she" ("because Sarah Garcia finds them too sweet")
+    you = SECOND_PERSON.get(given.language, frozenset()) & set(_tokens(given.said))
+    if you and _named_again(given.fact, given.subject):
         return Outcome("ABOUT_LISTENER", "names the person again where the listener was meant")
     found = sources(given.fact, given.subject, given.said, given.language)
     how = [listeners(c, given.language) for c in found]

@@ -7,7 +7,7 @@ prints this list. A rule lands here with those three figures, or not at all.
 
 from __future__ import annotations
 
-from deltamem.rules import grounding, listener, negation, whose
+from deltamem.rules import grounding, listener, whose
 from deltamem.rules.base import Rule, Stage
 
 EN = frozenset({"en"})
@@ -85,15 +85,6 @@ _ALL: list[Rule] = [
         None,
         grounding.assistants_words,
         {"share": 0.4, "answering": 0.3},
-    ),
-    Rule(
-        "NEGATION_DROPPED",
-        "fact",
-        "refuse",
-        "every clause holding the fact's words denies them ('not into games') and the fact "
-        "denies nothing ('is a gamer')",
-        frozenset(negation.NEGATIONS),
-        negation.negation_dropped,
     ),
     Rule(
         "ABOUT_LISTENER",
