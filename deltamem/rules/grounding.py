@@ -52,6 +52,16 @@ def person_stems(subject: str) -> set[str]:
     return {stem(w.lower()) for w in words(subject)} - {"the"} | {"user"}
 
 
+def forms(word: str) -> set[str]:
+    """A fact word's stems, with the verb it is made from ("dancer" -> dance,
+    "leader" -> lead, "gamer" -> game): a word made from a verb that was said counts
+    as said."""
+    out = {stem(word)}
+    if word.endswith(("er", "or")) and len(word) > 4:
+        out |= {stem(word[:-2]), stem(word[:-1])}
+    return out
+
+
 def content_stems(fact: str, names: set[str]) -> set[str]:
     """A fact's content words, stemmed, less the person's name and the free words."""
     return {stem(t) for t in terms(fact, limit=64)} - names - FREE_STEMS
@@ -71,19 +81,15 @@ def function_words(language: str) -> frozenset[str]:
 
 
 def share_heard(fact: str, names: set[str], heard: set[str], language: str = "en") -> float | None:
-    """The share of a fact's content words that occur in `heard` (stems), a word
-    made from a verb that was said counting as said ("dancer" by "dance", "leader"
-    by "lead"); None for a fact with no content word."""
+    """The share of a fact's content words that occur in `heard` (stems, by their
+    `forms`); None for a fact with no content word."""
     found: dict[str, bool] = {}
     skip = function_words(language)
     for t in terms(fact, limit=64):
         s = stem(t)
         if s in names or s in FREE_STEMS or s in skip:
             continue
-        made = (
-            t.endswith(("er", "or")) and len(t) > 4 and bool({stem(t[:-2]), stem(t[:-1])} & heard)
-        )
-        found[s] = found.get(s, False) or s in heard or made
+        found[s] = found.get(s, False) or bool(forms(t) & heard)
     return sum(found.values()) / len(found) if found else None
 
 

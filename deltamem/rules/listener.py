@@ -32,7 +32,8 @@ from lemminflect import getAllLemmas  # type: ignore[import-untyped]
 from deltamem.rules.base import Outcome
 from deltamem.rules.grounding import FIRST_PERSON_WORDS
 from deltamem.rules.pipeline import FactInput
-from deltamem.rules.sources import WORD, Clause, sources
+from deltamem.rules.sources import Clause, sources
+from deltamem.text import words
 
 # the listener's words, by language
 SECOND_PERSON = {
@@ -48,8 +49,8 @@ SECOND_PERSON = {
 # out ("keep me posted on your campaign" is the listener's), the other languages'
 # are not ("me gusta", "mir gefällt": the speaker's liking)
 _SPEAKER = {
-    lang: words - ({"me", "us"} if lang == "en" else set())
-    for lang, words in FIRST_PERSON_WORDS.items()
+    lang: own - ({"me", "us"} if lang == "en" else set())
+    for lang, own in FIRST_PERSON_WORDS.items()
 }
 # openers of an order that are not its verb ("Just keep going", "Don't be afraid")
 _BEFORE_ORDER = frozenset("just please definitely do don't dont".split())
@@ -64,7 +65,7 @@ _NOUN_AFTER = frozenset("is was has had has been 's are were will would can coul
 
 
 def _tokens(text: str) -> list[str]:
-    return [w.lower().replace("’", "'") for w in WORD.findall(text)]
+    return [w.lower().replace("’", "'") for w in words(text)]
 
 
 def _orders(tokens: list[str]) -> bool:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from deltamem.porter import stem
-from deltamem.rules.grounding import FREE_STEMS, function_words, person_stems
+from deltamem.rules.grounding import FREE_STEMS, forms, function_words, person_stems
 from deltamem.text import terms
 
 _SENTENCE = re.compile(r"[^.;:!?()\[\]\"“”¿¡]+[.;:!?()\[\]\"“”¿¡]*")
@@ -26,7 +26,6 @@ _JOINS = {
     ),
 }
 _PUNCTUATION = re.compile(r",\s*|\s+[-–—]\s+")
-WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 
 
 @dataclass(frozen=True)
@@ -48,14 +47,6 @@ def clauses(said: str, language: str) -> list[Clause]:
             asks = "?" in sentence and i == len(parts) - 1
             opens = all(len(p.split()) <= 2 for p in parts[:i])
             out.append(Clause(text, asks, opens))
-    return out
-
-
-def forms(word: str) -> set[str]:
-    """A fact word's stems, with the word it is made from ("gamer" -> game)."""
-    out = {stem(word)}
-    if word.endswith(("er", "or")) and len(word) > 4:
-        out |= {stem(word[:-2]), stem(word[:-1])}
     return out
 
 
@@ -82,12 +73,3 @@ def sources(fact: str, subject: str, said: str, language: str) -> list[Clause]:
         return []
     best = max(n for n, _ in held)
     return [c for n, c in held if n == best]
-
-
-def first_at(clause: str, words: list[set[str]]) -> int | None:
-    """Where the first of the fact's words starts in `clause`."""
-    for m in WORD.finditer(clause):
-        s = stem(m.group().lower().replace("’", "'"))
-        if any(s in f for f in words):
-            return m.start()
-    return None

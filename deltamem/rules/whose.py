@@ -16,7 +16,7 @@ from deltamem.rules.attribution import (
     spouse_not_named,
 )
 from deltamem.rules.base import Outcome
-from deltamem.rules.grounding import FREE_STEMS, person_stems
+from deltamem.rules.grounding import FREE_STEMS, forms, person_stems
 from deltamem.rules.pipeline import FactInput
 from deltamem.text import terms
 
@@ -43,24 +43,12 @@ def unsaid_label(fact: str, subject: str, heard: set[str]) -> tuple[str | None, 
     if m is None or m.group("subject").lower() != subject.lower():
         return fact, None
     free = heard | _PLAIN_LABEL | person_stems(subject) | FREE_STEMS
-    if all(_said(t, free) for t in terms(m.group("label"), limit=64)):
+    if all(forms(t) & free for t in terms(m.group("label"), limit=64)):
         return fact, None
     clause = m.group("clause") or (m.group("verb") and m.group("verb") + m.group("rest"))
     if clause:
         return f"{m.group('subject')} {clause.rstrip('.')}", None
     return None, "calls the person something they did not say"
-
-
-def _said(word: str, heard: set[str]) -> bool:
-    """A label word is said when it or the verb it is made from was: "dancer" by
-    "dance", "leader" by "lead"."""
-    if stem(word) in heard:
-        return True
-    return (
-        word.endswith(("er", "or"))
-        and len(word) > 4
-        and bool({stem(word[:-2]), stem(word[:-1])} & heard)
-    )
 
 
 def label(given: FactInput) -> Outcome | None:
