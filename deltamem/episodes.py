@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from deltamem.embed.base import Embedder
 from deltamem.store.base import PlannedEpisode, Store
-from deltamem.types import Episode, SessionRecord
+from deltamem.types import Episode, SearchHit, SessionRecord
 
 log = logging.getLogger("deltamem")
 
@@ -103,3 +103,32 @@ def index_logged_sessions(
                 )
                 continue
             done += 1
+
+
+def fact_turns(store: Store, facts: list[SearchHit], shown: list[SearchHit]) -> list[SearchHit]:
+    """The turns the `facts` were written from (provenance), as episode hits in the
+    facts' order, less those among `shown` (by id, or the same words from the same
+    speaker). A fact leads the answerer to the words behind it: where the fact was
+    written wrong, the turn still says what was said."""
+    ids: list[str] = []
+    score: dict[str, float] = {}
+    for hit in facts:
+        m = hit.memory
+        if hit.kind != "fact" or m.session_id is None:
+            continue
+        for turn in m.turns:
+            i = episode_id(m.user_id, m.agent_id, m.session_id, turn)
+            if i not in score:
+                ids.append(i)
+                score[i] = hit.score
+    seen_ids = {h.memory.id for h in shown}
+    said = {(h.speaker, h.memory.content) for h in shown}
+    found = {e.id: e for e in store.get_episodes([i for i in ids if i not in seen_ids])}
+    out: list[SearchHit] = []
+    for i in ids:
+        ep = found.get(i)
+        if ep is None or (ep.speaker, ep.content) in said:
+            continue
+        said.add((ep.speaker, ep.content))
+        out.append(SearchHit.of_episode(ep, score[i]))
+    return out

@@ -29,7 +29,7 @@ from deltamem import bulk
 from deltamem.answer import Answer, Answerer
 from deltamem.bulk import BulkResult
 from deltamem.embed import Embedder, make_embedder
-from deltamem.episodes import index_logged_sessions, plan_episodes
+from deltamem.episodes import fact_turns, index_logged_sessions, plan_episodes
 from deltamem.expiry import ExpiryConfig, parse_expiry
 from deltamem.ids import InvalidId, check_session_key
 from deltamem.llm import LLM, CallRecord, LLMConfig, LLMError, make_llm
@@ -489,7 +489,9 @@ class Memory:
         a plain search over the turns finds, ranked as the `retrieval` baseline
         ranks them, and beside them the best `limit // 2` facts, so the facts add
         to what raw search would show and take no turn's place
-        (`HybridSearcher.beside`). With one tier: `search`'s hits. Either way less
+        (`HybridSearcher.beside`); with `ManagerConfig.beside` "turns" the turns those
+        facts were written from instead of the facts, with "both" the two. With one
+        tier: `search`'s hits. Either way less
         the excerpts whose facts later facts outdated (deltamem/superseded.py, rule
         OUTDATED_EXCERPT), made up from further down; an outdated fact is out of
         search already (`invalid_at`)."""
@@ -504,7 +506,11 @@ class Memory:
             )
             kept = without_superseded(self.store, hits, rules)
             turns = [h for h in kept if h.kind == "episode"][:limit]
-            return turns + [h for h in kept if h.kind == "fact"]
+            facts = [h for h in kept if h.kind == "fact"]
+            if self.config.beside == "facts":
+                return turns + facts
+            led = without_superseded(self.store, fact_turns(self.store, facts, turns), rules)
+            return turns + led + (facts if self.config.beside == "both" else [])
         hits = self.search(question, user_id=user_id, limit=limit, agent_id=agent_id, tiers=tiers)
         kept = without_superseded(self.store, hits, rules)
         if len(kept) < len(hits):

@@ -44,7 +44,7 @@ from deltamem.manager.render import (
 )
 from deltamem.manager.resolve import Decide, Resolver
 from deltamem.manager.validate import PendingWrite, Workspace, apply_ops
-from deltamem.retrieval.hybrid import HybridSearcher
+from deltamem.retrieval.hybrid import BESIDE, Beside, HybridSearcher
 from deltamem.rules import DEFAULT, RULES, RuleSettings
 from deltamem.store.base import PlannedWrite, Store
 from deltamem.text import keywords, leading_name
@@ -84,6 +84,10 @@ class ManagerConfig:
     output_tokens: int = 600
     # which rules run and at what thresholds (deltamem.rules; docs/rules.md)
     rules: RuleSettings = field(default_factory=lambda: DEFAULT)
+    # what `answer` reads beside the raw turns a plain search finds (Memory.context):
+    # the best facts ("facts"), the turns those facts were written from ("turns"), or
+    # both ("both")
+    beside: Beside = "facts"
 
     @classmethod
     def from_env(cls) -> ManagerConfig:
@@ -98,7 +102,13 @@ class ManagerConfig:
         decide = os.environ.get("DELTAMEM_DECIDE", "").strip().lower() or "code"
         if decide not in ("code", "model"):
             raise ValueError(f"DELTAMEM_DECIDE={decide!r}: the decision is 'code' or 'model'")
-        return cls(strategy=strategy, decide=decide)  # type: ignore[arg-type]
+        beside = os.environ.get("DELTAMEM_BESIDE", "").strip().lower() or "facts"
+        if beside not in BESIDE:
+            raise ValueError(
+                f"DELTAMEM_BESIDE={beside!r}: what answers read beside the turns is "
+                + ", ".join(repr(b) for b in BESIDE)
+            )
+        return cls(strategy=strategy, decide=decide, beside=beside)  # type: ignore[arg-type]
 
 
 @dataclass

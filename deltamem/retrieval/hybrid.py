@@ -31,6 +31,10 @@ NAME_SAMPLE = 50  # facts read to find the name most of them open with
 NAME_TTL = 300.0
 NAME_CACHE = 4096  # users whose name is kept
 Tiers = Literal["all", "facts", "episodes"]
+# what the answerer reads beside the raw turns (`Memory.context`): the best facts, the
+# turns they were written from, or both
+Beside = Literal["facts", "turns", "both"]
+BESIDE: tuple[Beside, ...] = ("facts", "turns", "both")
 
 
 def rrf(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[tuple[str, float]]:
