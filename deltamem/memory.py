@@ -487,11 +487,11 @@ class Memory:
     ) -> list[SearchHit]:
         """What `answer` reads. With every tier (the default): the `limit` raw turns
         a plain search over the turns finds, ranked as the `retrieval` baseline
-        ranks them, and beside them the best `limit // 2` facts, so the facts add
-        to what raw search would show and take no turn's place
-        (`HybridSearcher.beside`); with `ManagerConfig.beside` "turns" the turns those
-        facts were written from instead of the facts, with "both" the two. With one
-        tier: `search`'s hits. Either way less
+        ranks them, and beside them what the best `limit // 2` facts give
+        (`ManagerConfig.beside`): the turns they were written from ("turns", the
+        default), the facts ("facts"), or both. What is beside adds to what raw
+        search would show and takes no turn's place (`HybridSearcher.beside`). With
+        one tier: `search`'s hits. Either way less
         the excerpts whose facts later facts outdated (deltamem/superseded.py, rule
         OUTDATED_EXCERPT), made up from further down; an outdated fact is out of
         search already (`invalid_at`)."""

@@ -75,7 +75,10 @@ def test_names_are_carried_into_turn_text() -> None:
     assert s.search("u", "", 5) == ["Bob: Hi"]
 
 
-def test_deltamem_adapter_accounts_llm_use(tmp_path: Path, embedder: Embedder) -> None:
+def test_deltamem_adapter_accounts_llm_use(
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DELTAMEM_BESIDE", "both")  # the facts shown beside their turns
     llm = ScriptedLLM(default={"facts": ["The user works as a nurse in Leeds."]})
     s = make_system("deltamem", llm, embedder, tmp_path / "deltamem")
     try:

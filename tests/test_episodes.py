@@ -4,6 +4,7 @@ written before the tier existed."""
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from collections.abc import Callable
 from datetime import timedelta
@@ -154,7 +155,10 @@ def test_search_finds_what_the_manager_missed_in_the_users_words(
     assert mem.search("cello", user_id="bob") == []
 
 
-def test_answer_shows_facts_and_excerpts_apart(mem: Memory, llm: ScriptedLLM) -> None:
+def test_answer_shows_facts_and_excerpts_apart(
+    make_memory: Callable[..., Memory], llm: ScriptedLLM
+) -> None:
+    mem = make_memory(llm, dataclasses.replace(SESSION, beside="facts"))
     llm.push(ops(add("Alice lives in Porto.")))
     mem.add(
         [{"role": "user", "content": "I moved to Porto. I teach the cello there."}],

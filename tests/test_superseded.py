@@ -3,14 +3,23 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from fakes import ScriptedLLM, add, ops, update
+from fakes import SESSION, ScriptedLLM, add, ops, update
 
 from deltamem.memory import Memory
 
 JOB = [{"role": "user", "content": "I work as a UX designer at Brightloop."}]
+
+
+@pytest.fixture
+def mem(make_memory: Callable[..., Memory], llm: ScriptedLLM) -> Memory:
+    """Facts and the turns they were written from beside the raw turns: what is left
+    out is checked in both."""
+    return make_memory(llm, dataclasses.replace(SESSION, beside="both"))
 
 
 def says(mem: Memory, text: str, session_id: str, timestamp: str) -> None:

@@ -85,9 +85,10 @@ class ManagerConfig:
     # which rules run and at what thresholds (deltamem.rules; docs/rules.md)
     rules: RuleSettings = field(default_factory=lambda: DEFAULT)
     # what `answer` reads beside the raw turns a plain search finds (Memory.context):
-    # the best facts ("facts"), the turns those facts were written from ("turns"), or
-    # both ("both")
-    beside: Beside = "facts"
+    # the turns the best facts were written from ("turns"), the facts themselves
+    # ("facts"), or both. On LoCoMo the 1.5B answerer judged right more often from the
+    # turns: a wrong fact misled it, its turn did not (docs/journal/benchmarks.md)
+    beside: Beside = "turns"
 
     @classmethod
     def from_env(cls) -> ManagerConfig:
@@ -102,7 +103,7 @@ class ManagerConfig:
         decide = os.environ.get("DELTAMEM_DECIDE", "").strip().lower() or "code"
         if decide not in ("code", "model"):
             raise ValueError(f"DELTAMEM_DECIDE={decide!r}: the decision is 'code' or 'model'")
-        beside = os.environ.get("DELTAMEM_BESIDE", "").strip().lower() or "facts"
+        beside = os.environ.get("DELTAMEM_BESIDE", "").strip().lower() or "turns"
         if beside not in BESIDE:
             raise ValueError(
                 f"DELTAMEM_BESIDE={beside!r}: what answers read beside the turns is "
