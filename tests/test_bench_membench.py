@@ -3,13 +3,14 @@ its metrics on cases worked out by hand."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import ScriptedLLM, add, ops
+from fakes import SESSION, ScriptedLLM, add, ops
 from typer.testing import CliRunner
 
 import deltamem.llm
@@ -218,8 +219,15 @@ def test_end_to_end_full_system(tmp_path: Path, embedder: Embedder) -> None:
 
 
 def test_deltamem_facts_map_back_to_their_step(
-    tmp_path: Path, embedder: Embedder, session_strategy: None
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from deltamem.bench.systems.deltamem_system import DeltamemSystem
+    from deltamem.bench.systems.factory import SYSTEMS
+
+    both = dataclasses.replace(SESSION, beside="both")  # the facts read beside their turns
+    monkeypatch.setitem(
+        SYSTEMS, "deltamem", lambda llm, emb, work: DeltamemSystem(llm, emb, work / "d.db", both)
+    )
     out = tmp_path / "run"
     run = MemBenchRun(FIX, out, ["deltamem"], trajectories=1, qa_k=3)
     run_membench(run, llm=ScriptedLLM(default=reply), embedder=embedder)

@@ -243,7 +243,8 @@ def test_tools_take_the_user_from_the_config_never_from_the_model(
 
     llm.push("You live in Oslo.", "I don't know.")
     assert answer.invoke({"question": "Where do I live?"}, config=MARTIN) == "You live in Oslo."
-    assert OSLO in llm.requests[-1]["messages"][-1]["content"]
+    # what the answerer read: the turn the fact was written from
+    assert "user: I moved to Oslo." in llm.requests[-1]["messages"][-1]["content"]
     assert answer.invoke({"question": "Where do I live?"}, config=ALICE) == "I don't know."
     assert "Oslo." not in llm.requests[-1]["messages"][-1]["content"]
 
