@@ -114,7 +114,7 @@ def fact_turns(store: Store, facts: list[SearchHit], shown: list[SearchHit]) -> 
     score: dict[str, float] = {}
     for hit in facts:
         m = hit.memory
-        if hit.kind != "fact" or m.session_id is None:
+        if m.session_id is None:
             continue
         for turn in m.turns:
             i = episode_id(m.user_id, m.agent_id, m.session_id, turn)

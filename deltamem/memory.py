@@ -40,7 +40,7 @@ from deltamem.provenance import PERSON, check_content, timeline
 from deltamem.retrieval.hybrid import HybridSearcher, Tiers
 from deltamem.store.base import PlannedWrite, Store
 from deltamem.store.users import users_of
-from deltamem.superseded import without_superseded
+from deltamem.superseded import OutdatedCache, without_superseded
 from deltamem.text import keywords
 from deltamem.timeparse import parse_time
 from deltamem.types import (
@@ -504,12 +504,14 @@ class Memory:
                 facts=limit // 2,
                 agent_id=agent_id,
             )
-            kept = without_superseded(self.store, hits, rules)
+            read: OutdatedCache = {}  # the raw turns and the led ones share sessions
+            kept = without_superseded(self.store, hits, rules, read)
             turns = [h for h in kept if h.kind == "episode"][:limit]
             facts = [h for h in kept if h.kind == "fact"]
             if self.config.beside == "facts":
                 return turns + facts
-            led = without_superseded(self.store, fact_turns(self.store, facts, turns), rules)
+            led = fact_turns(self.store, facts, turns)
+            led = without_superseded(self.store, led, rules, read)
             return turns + led + (facts if self.config.beside == "both" else [])
         hits = self.search(question, user_id=user_id, limit=limit, agent_id=agent_id, tiers=tiers)
         kept = without_superseded(self.store, hits, rules)

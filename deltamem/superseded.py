@@ -88,15 +88,22 @@ def outdated(store: Store, user_id: str, session_id: str, agent_id: str | None) 
     return out
 
 
+OutdatedCache = dict[tuple[str, str | None, str], Outdated]  # by (user, agent, session)
+
+
 def without_superseded(
-    store: Store, hits: list[SearchHit], rules: RuleSettings = DEFAULT
+    store: Store,
+    hits: list[SearchHit],
+    rules: RuleSettings = DEFAULT,
+    cache: OutdatedCache | None = None,
 ) -> list[SearchHit]:
     """`hits` less the excerpts whose facts later sessions outdated (rule
     OUTDATED_EXCERPT, which `rules` can switch off), in their order; an excerpt that
-    lost sentences is a copy with the rest."""
+    lost sentences is a copy with the rest. `cache` keeps what each session's
+    outdated facts are across calls over the same store state (one `context`)."""
     if not rules.on("OUTDATED_EXCERPT"):
         return list(hits)
-    cache: dict[tuple[str, str | None, str], Outdated] = {}
+    cache = {} if cache is None else cache
     kept: list[SearchHit] = []
     for hit in hits:
         m = hit.memory
