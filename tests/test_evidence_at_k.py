@@ -1,0 +1,81 @@
+"""benchmarks/evidence_at_k.py: raw search given as many turns as deltamem read."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "evidence_at_k.py"
+
+CONVERSATION = {
+    "sample_id": "c1",
+    "conversation": {
+        "speaker_a": "Ann",
+        "speaker_b": "Bob",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a grey cat called Miso."},
+            {"speaker": "Bob", "dia_id": "D1:2", "text": "Lovely! I am learning the cello."},
+        ],
+        "session_2_date_time": "3:00 pm on 9 May, 2023",
+        "session_2": [
+            {"speaker": "Ann", "dia_id": "D2:1", "text": "Miso knocked over my coffee today."},
+            {"speaker": "Bob", "dia_id": "D2:2", "text": "My cello teacher moved to Lyon."},
+        ],
+        # not added by the run: never ranked
+        "session_3_date_time": "3:00 pm on 10 May, 2023",
+        "session_3": [{"speaker": "Ann", "dia_id": "D3:1", "text": "My cat Miso is ill."}],
+    },
+    "qa": [],
+}
+
+
+def record(key: str, **fields: object) -> str:
+    return json.dumps({"key": key, "system": "deltamem", "user": "c1", **fields}) + "\n"
+
+
+def test_recall_at_every_k_and_at_the_count_deltamem_read(tmp_path: Path) -> None:
+    data = tmp_path / "locomo.json"
+    data.write_text(json.dumps([CONVERSATION]))
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.jsonl").write_text(
+        record("deltamem|c1|session|1", kind="session", session=1)
+        + record("deltamem|c1|session|2", kind="session", session=2)
+        # read one turn and found one of the two evidence turns
+        + record(
+            "deltamem|c1|qa|0",
+            kind="question",
+            category=1,
+            question="What is Ann's cat?",
+            evidence=["D1:1", "D2:1"],
+            reached=["D1:1"],
+            evidence_recall=0.5,
+        )
+        # category 5 is not a headline question
+        + record(
+            "deltamem|c1|qa|1",
+            kind="question",
+            category=5,
+            question="x?",
+            evidence=["D1:2"],
+            reached=[],
+            evidence_recall=0.0,
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), str(run), "--data", str(data), "--k", "0,4"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("1 questions; `deltamem` read 1.0 turns")
+    assert "its evidence recall 0.500" in lines[0]
+    # k 0 reaches nothing; k 4 is every turn of the two sessions added
+    assert "| 0 | 0.000 | +0.500 |" in done.stdout
+    assert "| 4 | 1.000 | -0.500 |" in done.stdout
+    # one turn, ranked by cosine: the cat turns rank above the cello ones
+    assert "| as many as `deltamem` read | 0.500 | +0.000 |" in done.stdout
