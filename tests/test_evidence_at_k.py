@@ -72,10 +72,42 @@ def test_recall_at_every_k_and_at_the_count_deltamem_read(tmp_path: Path) -> Non
         check=True,
     )
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("1 questions; `deltamem` read 1.0 turns")
+    assert lines[0].startswith("1 questions; `deltamem` read 1.0 items")
     assert "its evidence recall 0.500" in lines[0]
     # k 0 reaches nothing; k 4 is every turn of the two sessions added
     assert "| 0 | 0.000 | +0.500 |" in done.stdout
     assert "| 4 | 1.000 | -0.500 |" in done.stdout
     # one turn, ranked by cosine: the cat turns rank above the cello ones
     assert "| as many as `deltamem` read | 0.500 | +0.000 |" in done.stdout
+
+
+def test_halumem_coverage_of_the_turns_held_when_asked(tmp_path: Path) -> None:
+    user = {
+        "uuid": "u1",
+        "persona_info": "Name: Ann Lee; Age: 30",
+        "sessions": [
+            {"dialogue": [{"role": "user", "content": "I work as a nurse in Leeds."},
+                          {"role": "assistant", "content": "Nursing is demanding work."}]},
+            {"dialogue": [{"role": "user", "content": "I moved to a clinic in York."}]},
+            # after the question: never ranked
+            {"dialogue": [{"role": "user", "content": "Now I teach nursing in Hull."}]},
+        ],
+    }  # fmt: skip
+    data = tmp_path / "halumem.jsonl"
+    data.write_text(json.dumps(user) + "\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    question = {"kind": "question", "system": "deltamem", "user": "u1", "session": 1,
+                "question": "Where does Ann work?", "evidence": ["Ann Lee works in York"],
+                "hits": [{"text": "x"}], "evidence_coverage": 0.5}  # fmt: skip
+    (run / "results.jsonl").write_text(json.dumps(question) + "\n")
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), str(run), "--data", str(data), "--k", "0,3"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "its evidence coverage 0.500" in done.stdout
+    # "work" and "york" (the name is left out): none at k 0, both among the three turns
+    assert "| 0 | 0.000 | +0.500 |" in done.stdout
+    assert "| 3 | 1.000 | -0.500 |" in done.stdout
