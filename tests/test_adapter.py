@@ -84,7 +84,7 @@ def test_memory_threads_the_adapter_into_its_llm_config(
 def test_cli_adapter_option_reaches_the_llm_config(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from deltamem.cli import main
+    from deltamem.cli import base, main
 
     seen: list[Any] = []
 
@@ -92,7 +92,7 @@ def test_cli_adapter_option_reaches_the_llm_config(
         seen.append(kwargs["llm"])
         raise _Seen
 
-    monkeypatch.setattr(main, "Memory", fake_memory)
+    monkeypatch.setattr(base, "Memory", fake_memory)
     args = ["--db", str(tmp_path / "s.db"), "--llm", "tiny", "--adapter", "x.gguf"]
     result = CliRunner().invoke(main.app, [*args, "memories", "--user", "u"])
     assert isinstance(result.exception, _Seen)
