@@ -112,12 +112,13 @@ def control(asked: Iterator[Asked], ks: list[int], embedder: Embedder) -> dict[s
     logged: list[float] = []
     read: list[int] = []
     at_k: dict[str, list[float]] = defaultdict(list)
-    vectors: dict[tuple[str, ...], np.ndarray] = {}  # one embedding per turn list
+    vectors: dict[str, np.ndarray] = {}  # each turn embedded once, whichever question
     for a in asked:
-        key = tuple(a.turns)
-        if key not in vectors:
-            vectors[key] = np.asarray(embedder.embed(a.turns))
-        sims = vectors[key] @ np.asarray(embedder.embed_one(a.record["question"]))
+        new = list(dict.fromkeys(t for t in a.turns if t not in vectors))
+        if new:
+            vectors.update(zip(new, np.asarray(embedder.embed(new)), strict=True))
+        matrix = np.stack([vectors[t] for t in a.turns])
+        sims = matrix @ np.asarray(embedder.embed_one(a.record["question"]))
         order = [int(i) for i in np.argsort(-sims, kind="stable")]
         logged.append(a.figure)
         read.append(a.read)
