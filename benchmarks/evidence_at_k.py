@@ -37,6 +37,7 @@ from deltamem.bench.log import RESULTS, read_records
 from deltamem.bench.metrics.coverage import evidence_coverage
 from deltamem.bench.metrics.locomo import HEADLINE_CATEGORIES, evidence_recall
 from deltamem.bench.paired import bootstrap_interval
+from deltamem.bench.systems.turns import StoredTurn
 from deltamem.embed import Embedder, make_embedder
 
 Record = dict[str, Any]
@@ -54,7 +55,9 @@ class Asked:
 
 
 def _turn_text(m: dict[str, Any]) -> str:
-    return f"{m.get('name') or m['role']}: {m['content']}"  # as RetrievalSystem stores it
+    """The text `retrieval` stores and ranks for a message."""
+    who = m.get("name") or m.get("role", "user")
+    return StoredTurn(who, str(m.get("content", "")).strip(), None, "", 0).text
 
 
 def _questions(run: Path, system: str) -> Iterator[Record]:

@@ -53,6 +53,10 @@ check_user_id = id_param("user_id", MAX_USER_ID_CHARS)
 UserOpt = typer.Option(
     ..., "--user", "-u", help="The user whose memory this is.", callback=check_user_id
 )
+# the user of a file's sessions that name none (`add`, `import-sessions`)
+SessionUserOpt = typer.Option(
+    None, "--user", "-u", help="User for sessions without one.", callback=check_user_id
+)
 MemoryArg = typer.Argument(
     ...,
     callback=id_param("memory_id"),

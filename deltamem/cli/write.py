@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from deltamem.cli.base import (
     JsonFlag,
     MemoryArg,
+    SessionUserOpt,
     UserOpt,
     app,
     check_user_id,
@@ -53,9 +54,7 @@ def _content_hash(s: SessionInput, user_id: str) -> str:
 @app.command()
 def add(
     file: Path = typer.Argument(..., help="JSON or JSONL file of sessions."),
-    user: str | None = typer.Option(
-        None, "--user", "-u", help="User for sessions without one.", callback=check_user_id
-    ),
+    user: str | None = SessionUserOpt,
     infer: bool = typer.Option(
         True,
         "--infer/--no-infer",
@@ -162,9 +161,7 @@ def _report_deferred(logged: list[SessionRecord], as_json: bool) -> None:
 @app.command("import-sessions")
 def import_sessions(
     file: Path = typer.Argument(..., help="A JSONL file of sessions, one a line.", dir_okay=False),
-    user: str | None = typer.Option(
-        None, "--user", "-u", help="User for sessions without one.", callback=check_user_id
-    ),
+    user: str | None = SessionUserOpt,
     infer: bool = typer.Option(
         True,
         "--infer/--no-infer",
