@@ -57,6 +57,19 @@ UserOpt = typer.Option(
 SessionUserOpt = typer.Option(
     None, "--user", "-u", help="User for sessions without one.", callback=check_user_id
 )
+SessionArg = typer.Argument(
+    ...,
+    help="The session's id, as `deltamem sessions` lists it.",
+    callback=id_param("session_id"),
+)
+# which user's sessions a command goes through (`resume`, `sessions`)
+SessionsOfUserOpt = typer.Option(
+    None,
+    "--user",
+    "-u",
+    help="Only this user's sessions (default: all).",
+    callback=check_user_id,
+)
 MemoryArg = typer.Argument(
     ...,
     callback=id_param("memory_id"),

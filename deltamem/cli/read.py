@@ -11,9 +11,9 @@ from rich.table import Table
 from deltamem.cli.base import (
     JsonFlag,
     MemoryArg,
+    SessionsOfUserOpt,
     UserOpt,
     app,
-    check_user_id,
     full_memory_id,
     memory,
     one_of,
@@ -115,13 +115,7 @@ def history(memory_id: str = MemoryArg, as_json: bool = JsonFlag) -> None:
 
 @app.command()
 def sessions(
-    user: str | None = typer.Option(
-        None,
-        "--user",
-        "-u",
-        help="Only this user's sessions (default: all).",
-        callback=check_user_id,
-    ),
+    user: str | None = SessionsOfUserOpt,
     status: str | None = typer.Option(
         None,
         "--status",

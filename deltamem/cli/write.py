@@ -14,6 +14,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from deltamem.cli.base import (
     JsonFlag,
     MemoryArg,
+    SessionArg,
+    SessionsOfUserOpt,
     SessionUserOpt,
     UserOpt,
     app,
@@ -257,13 +259,7 @@ def sweep(
 
 @app.command()
 def resume(
-    user: str | None = typer.Option(
-        None,
-        "--user",
-        "-u",
-        help="Only this user's sessions (default: all).",
-        callback=check_user_id,
-    ),
+    user: str | None = SessionsOfUserOpt,
     as_json: bool = JsonFlag,
 ) -> None:
     """Process logged sessions that are still pending (after a crash or a queue), and
@@ -274,11 +270,7 @@ def resume(
 
 @app.command()
 def retry(
-    session_id: str = typer.Argument(
-        ...,
-        help="The session's id, as `deltamem sessions` lists it.",
-        callback=id_param("session_id"),
-    ),
+    session_id: str = SessionArg,
     user: str = UserOpt,
     as_json: bool = JsonFlag,
 ) -> None:
@@ -296,11 +288,7 @@ def retry(
 
 @app.command()
 def cancel(
-    session_id: str = typer.Argument(
-        ...,
-        help="The session's id, as `deltamem sessions` lists it.",
-        callback=id_param("session_id"),
-    ),
+    session_id: str = SessionArg,
     user: str = UserOpt,
     agent: str | None = typer.Option(
         None,
