@@ -16,7 +16,14 @@ import typer
 from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from deltamem.retrieval.hybrid import RRF_K
@@ -47,6 +54,18 @@ class Bars:
         if what not in self._tasks:
             self._tasks[what] = self._bar.add_task(what, total=None)
         self._bar.advance(self._tasks[what], n)
+
+
+def session_progress(as_json: bool) -> Progress:
+    """A bar with elapsed time on stderr, off for --json or when stderr is no terminal."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        disable=as_json or not err.is_terminal,
+    )
 
 
 @contextmanager

@@ -9,7 +9,6 @@ from typing import Any
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from deltamem.cli.base import (
     JsonFlag,
@@ -24,7 +23,7 @@ from deltamem.cli.base import (
     id_param,
     memory,
 )
-from deltamem.cli.render import emit_json, err, fail, ops_table, out
+from deltamem.cli.render import emit_json, err, fail, ops_table, out, session_progress
 from deltamem.cli.sessions_file import SessionFileError, SessionInput, jsonl_lines, read_sessions
 from deltamem.expiry import parse_expiry
 from deltamem.ids import InvalidId, check_session_key
@@ -117,14 +116,7 @@ def add(
         return
     results: list[AddResult | dict[str, str]] = []
     failures = 0
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        disable=as_json or not err.is_terminal,
-    )
+    progress = session_progress(as_json)
     with progress:
         task = progress.add_task("ingesting", total=len(logged))
         for rec in logged:
@@ -186,14 +178,7 @@ def import_sessions(
     total = sum(1 for raw in file.open("rb") if raw.strip())
     lines: list[int] = []  # the line number of each session handed to add_many
     bad: list[tuple[int, str]] = []
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        disable=as_json or not err.is_terminal,
-    )
+    progress = session_progress(as_json)
     mem = memory()
     with progress:
         task = progress.add_task("importing", total=total)
