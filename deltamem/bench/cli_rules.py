@@ -34,8 +34,10 @@ def rules(
 ) -> None:
     """Each fact rule measured without a model call: on the labelled cases (fires,
     precision, misses) and on each run's logged replies (refuses, fires, and how many
-    facts it alone holds back: its ablation line)."""
+    facts it alone holds back: its ablation line). On a HaluMem run, each rule's
+    ablation line is also given in memory-state F1 against the gold points."""
     from deltamem.bench.rules_replay import CASES, replay_run, rules_table, score_cases
+    from deltamem.bench.rules_state import StateAblation, state_ablation, state_table
 
     scored = score_cases(cases or CASES)
     replayed = {}
@@ -43,7 +45,19 @@ def rules(
         if not (run / "llm_calls.jsonl").exists():
             raise typer.BadParameter(f"{run}: no llm_calls.jsonl (not a finished bench run)")
         replayed[run.name] = replay_run(run)
+    states: dict[str, StateAblation] = {}
+    if replayed:
+        from deltamem.embed import make_embedder
+
+        embedder = make_embedder()
+        for run in runs or []:
+            state = state_ablation(run, replayed[run.name], embedder)
+            if state is not None:
+                states[run.name] = state
     table = rules_table(scored, replayed)
+    if states:
+        table += "\n\nMemory-state F1 of the replayed facts (HaluMem runs):\n\n"
+        table += state_table(states)
     typer.echo(table)
     wrong = scored.wrong
     typer.echo(
@@ -72,6 +86,7 @@ def rules(
                 name: {k: v for k, v in vars(score).items() if k != "facts"}
                 for name, score in replayed.items()
             },
+            "state_f1": {name: vars(state) for name, state in states.items()},
         }
         out.write_text(json.dumps(figures, indent=1, default=str), encoding="utf-8")
         out.with_suffix(".md").write_text(table + "\n", encoding="utf-8")

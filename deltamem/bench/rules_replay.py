@@ -14,6 +14,9 @@ Two sources, either or both:
   Per rule: how many facts it refuses (the first refusal decides), how many it
   would refuse (fires at all), and the ablation line: how many facts would be kept
   with that one rule off.
+
+Where the run is a HaluMem run, `deltamem.bench.rules_state` turns the replayed facts
+into each rule's ablation line in memory-state F1 (the bank against the gold points).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from deltamem.manager.extract import (
     reply_facts,
     turn_prompt,
 )
-from deltamem.rules import DEFAULT, RULES, check, rules_for
+from deltamem.rules import DEFAULT, RULES, RuleSettings, check, rules_for
 from deltamem.text import stems_of
 
 CASES = Path(__file__).resolve().parents[1] / "rules" / "cases.jsonl"
@@ -129,7 +132,7 @@ def replay_run(run: Path, examples: int = 3) -> RunScore:
                 kept_here: list[str] = []
                 for written in reply_facts(_parsed(reply), asked.subject):
                     fact = dated(written, asked.dates)
-                    _score(out, fact, asked, said_before, kept_here, examples)
+                    _score(out, fact, asked, said_before, kept_here, examples, session.session_id)
                 said_before |= stems_of(asked.said)
                 if name is None and msg.name is None:
                     name = name_in(kept_here) or name
@@ -139,6 +142,32 @@ def replay_run(run: Path, examples: int = 3) -> RunScore:
     return out
 
 
+def _verdict(
+    fact: str, asked: Any, said_before: set[str], settings: RuleSettings
+) -> tuple[str | None, list[str], list[str]]:
+    """One fact through the fact rules and NOTHING_NEW under `settings`: the fact as
+    kept (None: refused), every rule that fired, and the rewrites."""
+    before = asked.before.content if asked.before else None
+    verdict = check(
+        fact,
+        asked.subject,
+        asked.said,
+        before,
+        settings=settings,
+        language=asked.language,
+        trace=True,
+    )
+    fired = list(verdict.fired)
+    if (
+        verdict.kept
+        and settings.on("NOTHING_NEW")
+        and not news(verdict.fact, asked.subject, said_before)
+    ):
+        fired.append("NOTHING_NEW")
+    rewrites = [r.code for r in verdict.rewrites]
+    return (None if fired else verdict.fact), fired, rewrites
+
+
 def _score(
     out: RunScore,
     fact: str,
@@ -146,51 +175,45 @@ def _score(
     said_before: set[str],
     kept_here: list[str],
     examples: int,
+    session_id: str,
 ) -> None:
-    before = asked.before.content if asked.before else None
-    verdict = check(fact, asked.subject, asked.said, before, language=asked.language, trace=True)
-    fired = list(verdict.fired)
-    if verdict.kept and not news(verdict.fact, asked.subject, said_before):
-        fired.append("NOTHING_NEW")
+    kept_as, fired, rewrites = _verdict(fact, asked, said_before, DEFAULT)
+    # the fact with each rule that touched it switched off (an untouched rule changes
+    # nothing): exact, since a rewrite changes what the later rules read
+    if_off = {
+        code: _verdict(fact, asked, said_before, DEFAULT.without(code))[0]
+        for code in dict.fromkeys([*fired, *rewrites])
+    }
     out.written += 1
     out.facts.append(
         {
-            "fact": verdict.fact,
+            "session": session_id,
+            "fact": kept_as or fact,
             "written": fact,
             "subject": asked.subject,
             "said": asked.said,
-            "before": before,
+            "before": asked.before.content if asked.before else None,
             "language": asked.language,
             "refused": fired[0] if fired else None,
             "fired": fired,
+            "kept_as": kept_as,
+            "kept_if_off": if_off,
         }
     )
-    for r in verdict.rewrites:
-        out.rewrites[r.code] += 1
+    for code in rewrites:
+        out.rewrites[code] += 1
     for code in fired:
         out.fires[code] += 1
-    if not fired:
+    if kept_as is not None:
         out.kept += 1
-        kept_here.append(verdict.fact)
+        kept_here.append(kept_as)
         return
     first = fired[0]
     out.refused[first] += 1
     shown = out.examples.setdefault(first, [])
     if len(shown) < examples:
-        shown.append(f"{verdict.fact}  <=  {asked.said[:160]}")
-    if len(fired) == 1:
-        out.let_through[first] += 1  # the only rule that refused it
-    elif first != "NOTHING_NEW":
-        # with the first rule off, the next one decides: only an exact re-check knows
-        again = check(
-            fact,
-            asked.subject,
-            asked.said,
-            before,
-            settings=DEFAULT.without(first),
-            language=asked.language,
-        )
-        out.let_through[first] += again.kept
+        shown.append(f"{fact}  <=  {asked.said[:160]}")
+    out.let_through[first] += if_off[first] is not None
 
 
 def rules_table(cases: CaseScore, runs: dict[str, RunScore]) -> str:
