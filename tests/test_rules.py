@@ -125,11 +125,12 @@ def test_the_rules_decide_the_labelled_cases() -> None:
     # them, and went when held-out conv-43 showed it refusing more right facts than
     # wrong), the dropped negations (r119, r159, r183-r193: NEGATION_DROPPED refused
     # them, and went when conv-43 and HaluMem showed 3 of its 4 firings wrong), and
-    # two of held-out conv-43's firings ABOUT_LISTENER refuses wrongly
+    # two of held-out conv-43's firings ABOUT_LISTENER refuses wrongly (r176, "advice
+    # for someone like me", is kept since the object "me" marks the speaker's clause)
     assert sorted(w["id"] for w in scored.wrong) == [
         "r009", "r071", "r079", "r085", "r096",
         "r107", "r114", "r115", "r119", "r120", "r124", "r149",
-        "r154", "r159", "r160", "r170", "r176", "r177",
+        "r154", "r159", "r160", "r170", "r177",
         "r183", "r184", "r185", "r191", "r193", "r196",
         "r205", "r206", "r207", "r208", "r209", "r210", "r211", "r213",
         "r220", "r235",
@@ -144,6 +145,8 @@ def test_the_rules_decide_the_labelled_cases() -> None:
         ("Nate is allergic to peanuts", "Sorry to hear that. What are you allergic to?"),
         ("Nate likes to work hard", "Great idea! Keep up the hard work!"),
         ("Nate has faith in Nate", "I have faith in you!"),
+        # an order with the speaker as its object is still the listener's
+        ("Maria is a campaigner", "Keep me posted on how your campaign is going."),
     ],
 )
 def test_what_was_said_to_the_listener_is_not_the_persons(fact: str, said: str) -> None:
@@ -158,6 +161,7 @@ def test_what_was_said_to_the_listener_is_not_the_persons(fact: str, said: str) 
         ("Tom loves hiking", "Love hiking, especially in autumn."),
         ("Tom's work has been crazy", "Work has been crazy this month."),
         ("Tom loves it when Ana cooks", "I love when you cook for us."),
+        ("Tom is looking for advice", "Do you have any advice for someone like me?"),
     ],
 )
 def test_the_speakers_own_news_beside_a_you_is_kept(fact: str, said: str) -> None:

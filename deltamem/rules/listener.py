@@ -9,9 +9,9 @@ fact about the speaker, every word of it said. This check reads the clauses the 
 was made from (`deltamem.rules.sources`): where each of them is about the listener, the
 fact is refused. A clause is about the listener when
 
-* it speaks of "you" or "your" and the speaker is not in it as a subject or an
-  owner ("I love when you try something new" is the speaker's; "Keep me posted on
-  how your campaign is going" is not; "Glad you enjoyed it" is read as the
+* it speaks of "you" or "your" and the speaker is not in it ("I love when you try
+  something new" and "advice for someone like me" are the speaker's; "Keep me posted
+  on how your campaign is going", an order, is not; "Glad you enjoyed it" is read as the
   listener's, wrongly: the gladness is the speaker's),
 * it asks, and the speaker is not in it ("Are you excited?"; "Did I tell you I
   adopted a puppy?" is the speaker's news), or
@@ -45,13 +45,11 @@ SECOND_PERSON = {
     "de": frozenset("du dich dir dein deine deinen deinem deiner deines euch euer eure".split()),
     "fr": frozenset("tu te t' toi ton ta tes vous votre vos".split()),
 }
-# the speaker as a clause's subject or owner; English's object "me" and "us" are left
-# out ("keep me posted on your campaign" is the listener's), the other languages'
-# are not ("me gusta", "mir gefällt": the speaker's liking)
-_SPEAKER = {
-    lang: own - ({"me", "us"} if lang == "en" else set())
-    for lang, own in FIRST_PERSON_WORDS.items()
-}
+# the speaker in a clause; English's object "me" and "us" count except in an order
+# ("keep me posted on your campaign" is the listener's; "advice for someone like me"
+# is the speaker's); the other languages' count always ("me gusta", "mir gefällt")
+_SPEAKER = FIRST_PERSON_WORDS
+_OBJECT_ONLY = {"en": frozenset({"me", "us"})}
 # openers of an order that are not its verb ("Just keep going", "Don't be afraid")
 _BEFORE_ORDER = frozenset("just please definitely do don't dont".split())
 # verbs of feeling and thought: a clause opening with one has dropped its "I"
@@ -87,13 +85,15 @@ def _orders(tokens: list[str]) -> bool:
 def listeners(clause: Clause, language: str) -> str | None:
     """How a clause is about the listener ("you", "asks", "order"), or None."""
     tokens = _tokens(clause.text)
-    if not tokens or set(tokens) & _SPEAKER.get(language, frozenset()):
+    speaker = set(tokens) & _SPEAKER.get(language, frozenset())
+    order = language == "en" and clause.opens and _orders(tokens)
+    if not tokens or (speaker and not (order and speaker <= _OBJECT_ONLY[language])):
         return None
     if set(tokens) & SECOND_PERSON.get(language, frozenset()):
         return "you"
     if clause.asks:
         return "asks"
-    if language == "en" and clause.opens and _orders(tokens):
+    if order:
         return "order"
     return None
 
