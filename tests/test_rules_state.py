@@ -54,7 +54,7 @@ def test_a_rule_that_refuses_a_wrong_fact_pays_in_state_f1(
     tmp_path: Path, embedder: Embedder
 ) -> None:
     run = _halumem_run(tmp_path, embedder)
-    score = replay_run(run)
+    score = replay_run(run, embedder=embedder)
     assert score.written == 2 and score.kept == 1
     assert score.let_through["ATTRIBUTED_TO_OTHER"] == 1
     state = state_ablation(run, score, embedder)
@@ -74,4 +74,4 @@ def test_a_rule_that_refuses_a_wrong_fact_pays_in_state_f1(
 def test_a_run_without_gold_states_has_no_state_line(tmp_path: Path, embedder: Embedder) -> None:
     run = _halumem_run(tmp_path, embedder)
     (run / "results.jsonl").write_text("")  # a LoCoMo run logs no gold state
-    assert state_ablation(run, replay_run(run), embedder) is None
+    assert state_ablation(run, replay_run(run, embedder=embedder), embedder) is None

@@ -41,16 +41,16 @@ def rules(
 
     scored = score_cases(cases or CASES)
     replayed = {}
-    for run in runs or []:
-        if not (run / "llm_calls.jsonl").exists():
-            raise typer.BadParameter(f"{run}: no llm_calls.jsonl (not a finished bench run)")
-        replayed[run.name] = replay_run(run)
     states: dict[str, StateAblation] = {}
-    if replayed:
+    if runs:
         from deltamem.embed import make_embedder
 
-        embedder = make_embedder()
-        for run in runs or []:
+        embedder = make_embedder()  # one model for every store and the state distance
+        for run in runs:
+            if not (run / "llm_calls.jsonl").exists():
+                raise typer.BadParameter(f"{run}: no llm_calls.jsonl (not a finished bench run)")
+            replayed[run.name] = replay_run(run, embedder=embedder)
+        for run in runs:
             state = state_ablation(run, replayed[run.name], embedder)
             if state is not None:
                 states[run.name] = state

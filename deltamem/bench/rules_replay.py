@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deltamem.embed import Embedder
 from deltamem.llm.jsonrepair import close_truncated
 from deltamem.manager.dates import dated
 from deltamem.manager.extract import (
@@ -107,11 +108,11 @@ def logged_replies(run: Path) -> list[str]:
     return [r["reply"] for r in rows if r.get("purpose") == "extract" and r.get("ok", True)]
 
 
-def replay_run(run: Path, examples: int = 3) -> RunScore:
+def replay_run(run: Path, examples: int = 3, embedder: Embedder | None = None) -> RunScore:
     from deltamem.embed import make_embedder
     from deltamem.memory import open_store
 
-    store = open_store(run / "systems" / "deltamem" / "deltamem.db", make_embedder())
+    store = open_store(run / "systems" / "deltamem" / "deltamem.db", embedder or make_embedder())
     replies = iter(logged_replies(run))
     out = RunScore()
     names: dict[str, str | None] = {}
