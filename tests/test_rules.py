@@ -125,15 +125,17 @@ def test_the_rules_decide_the_labelled_cases() -> None:
     # them, and went when held-out conv-43 showed it refusing more right facts than
     # wrong), the dropped negations (r119, r159, r183-r193: NEGATION_DROPPED refused
     # them, and went when conv-43 and HaluMem showed 3 of its 4 firings wrong), and
-    # two of held-out conv-43's firings ABOUT_LISTENER refuses wrongly (r176, "advice
-    # for someone like me", is kept since the object "me" marks the speaker's clause)
+    # one of held-out conv-43's firings ABOUT_LISTENER refuses wrongly (r176, "advice
+    # for someone like me", is kept since the object "me" marks the speaker's clause;
+    # r085 and r220, "Glad you enjoyed it", "Thanks for your support", since a feeling
+    # of the speaker's opening the clause is theirs where the fact states it)
     assert sorted(w["id"] for w in scored.wrong) == [
-        "r009", "r071", "r079", "r085", "r096",
+        "r009", "r071", "r079", "r096",
         "r107", "r114", "r115", "r119", "r120", "r124", "r149",
         "r154", "r159", "r160", "r170", "r177",
         "r183", "r184", "r185", "r191", "r193", "r196",
         "r205", "r206", "r207", "r208", "r209", "r210", "r211", "r213",
-        "r220", "r235",
+        "r235",
     ]  # fmt: skip
     assert scored.cases >= 200
 
@@ -190,3 +192,38 @@ def test_a_fact_cut_from_its_subject_gets_the_person_back_in_any_language() -> N
         "Ana Ruiz es una enfermera.",
         "Ana Ruiz trabaja en el Hospital La Paz de Madrid.",
     ]
+
+
+@pytest.mark.parametrize(
+    ("fact", "said", "kept"),
+    [
+        ("Maria is glad John enjoyed it", "Glad you enjoyed it, John!", True),
+        ("John is grateful for the support", "Thanks for your support.", True),
+        # the listener's part of the same clause is still the listener's
+        ("Maria enjoyed it", "Glad you enjoyed it, John!", False),
+        ("John has support", "Thanks for your support.", False),
+    ],
+)
+def test_a_feeling_of_the_speakers_opening_a_clause_is_theirs(
+    fact: str, said: str, kept: bool
+) -> None:
+    assert check(fact, fact.split()[0], said, None).kept is kept
+
+
+@pytest.mark.parametrize(
+    ("fact", "said", "kept"),
+    [
+        # the thing is "my" thing in the clause, whoever does its verb
+        (
+            "Tom wants tips for his first marathon",
+            "Do you have any tips for me before my first marathon?",
+            True,
+        ),
+        ("Tom has a long-term goal", "It ties into my long-term goal of writing a novel.", True),
+        # ... unless the fact repeats the other's doing
+        ("Tom broke his phone", "She broke my phone yesterday.", False),
+        ("Jon runs marathons", "Tom, my boss, runs marathons.", False),
+    ],
+)
+def test_the_speakers_own_thing_in_anothers_clause(fact: str, said: str, kept: bool) -> None:
+    assert check(fact, fact.split()[0], said, None).kept is kept

@@ -12,56 +12,64 @@ Decided once, at write time, and stored; nothing is worked out again on a read.
 
 from __future__ import annotations
 
-import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
 from deltamem.manager.resolve import _values, ended_values
-from deltamem.rules import DEFAULT, RuleSettings
+from deltamem.rules import DEFAULT, RuleSettings, endings
 from deltamem.store.base import PlannedWrite, Store
-from deltamem.text import stems_of
 from deltamem.types import MemoryItem, SessionRecord
 
 DEPTH = 10  # memories read, by keywords and by embedding, for what a fact outdates
-
-# what a fact says no longer holds: "no longer drinks coffee", "the wedding is on
-# June 14th, not in May", "lives in Lyon and not in Paris"
-_TAKEN_BACK = re.compile(
-    r"(?:\bno\s+longer|,\s*not|\band\s+not)\s+(?P<what>[^,.;!?]+?)"
-    r"(?=[,.;!?]|\s+(?:but|and|because|as)\b|$)",
-    re.IGNORECASE,
-)
-# an activity ended: "quit smoking", "gave up running", "stopped playing football"
-_QUIT_DOING = re.compile(
-    r"\b(?:quit|gave\s+up|stopped|has\s+stopped)\s+(?P<what>\w+ing(?:\s+(?!in\b|on\b|at\b)\w+)?)",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True)
 class TakenBack:
     what: frozenset[str]  # the stems of what no longer holds ("drink", "coffe")
     topic: frozenset[str]  # the fact's other stems ("wed", "june" for a moved date)
+    language: str = "en"  # whose stems these are
+    # the words to search the store by: the stems in English (the keyword index stems
+    # them alike), else the words as said
+    search: tuple[str, ...] = ()
 
 
 def taken_back(fact: str) -> list[TakenBack]:
-    """What `fact` says no longer holds."""
+    """What `fact` says no longer holds, in each language it may be in."""
     out = []
-    for m in _TAKEN_BACK.finditer(fact):
-        what = frozenset(stems_of(m.group("what")))
-        if what:
-            out.append(TakenBack(what, frozenset(stems_of(fact)) - what))
-    for m in _QUIT_DOING.finditer(fact):
-        # the activity is its own topic: "smokes ten a day" before "quit smoking"
-        what = frozenset(stems_of(m.group("what")))
-        if what:
-            out.append(TakenBack(what, what))
+    for lang in endings.languages(fact):
+        for pattern in endings.TAKEN_BACK[lang]:
+            for said in endings.matched(pattern, fact, "what"):
+                what = frozenset(endings.stems_in(said, lang))
+                if what:
+                    topic = frozenset(endings.stems_in(fact, lang)) - what
+                    out.append(TakenBack(what, topic, lang, _search(said, what, lang)))
+        for pattern in endings.QUIT_DOING[lang]:
+            for said in endings.matched(pattern, fact, "what"):
+                # the activity is its own topic: "smokes ten a day" before "quit smoking"
+                what = frozenset(endings.stems_in(said, lang))
+                if what:
+                    out.append(TakenBack(what, what, lang, _search(said, what, lang)))
     return out
 
 
+def _search(said: str, what: frozenset[str], lang: str) -> tuple[str, ...]:
+    return tuple(sorted(what)) if lang == "en" else tuple(endings.content_words(said, lang))
+
+
 def takes_back(fact: str) -> bool:
-    return bool(_TAKEN_BACK.search(fact) or _QUIT_DOING.search(fact))
+    return any(
+        p.search(fact)
+        for lang in endings.languages(fact)
+        for p in endings.TAKEN_BACK[lang] + endings.QUIT_DOING[lang]
+    )
+
+
+def _states(memory: str, taken: TakenBack) -> bool:
+    """Whether `memory` states what `taken` takes back, on its topic."""
+    stems = endings.stems_in(memory, taken.language)
+    lang = taken.language
+    return endings.holds(taken.what, stems, lang) and endings.shares(taken.topic, stems, lang)
 
 
 def search_terms(fact: str, name: str | None) -> list[str]:
@@ -69,7 +77,7 @@ def search_terms(fact: str, name: str | None) -> list[str]:
     it takes back (empty: it outdates nothing)."""
     words = sorted(ended_values(fact, name))
     for t in taken_back(fact):
-        words += sorted(t.what)
+        words += t.search
     return words
 
 
@@ -98,8 +106,7 @@ def outdated_by(
         for m in older:
             if takes_back(m.content):
                 continue
-            stems = stems_of(m.content)
-            if any(t.what <= stems and stems & t.topic for t in taken):
+            if any(_states(m.content, t) for t in taken):
                 ids.append(m.id)
         if ids:
             return ids, "TAKEN_BACK_BY_LATER"

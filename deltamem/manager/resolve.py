@@ -29,7 +29,7 @@ from deltamem.llm.base import LLM
 from deltamem.manager.extract import Candidate
 from deltamem.manager.render import template
 from deltamem.porter import stem
-from deltamem.rules import DEFAULT, RULES, RuleSettings
+from deltamem.rules import DEFAULT, RULES, RuleSettings, endings
 from deltamem.store.base import PlannedWrite, Store
 from deltamem.text import STOPWORDS, keywords, negated, plain_numbers, terms
 from deltamem.types import Operation, SessionRecord
@@ -42,7 +42,11 @@ NEAREST = 3  # memories shown with a new fact
 _DATE_WORDS = frozenset(
     "january february march april may june july august september october november december "
     "jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday "
-    "friday saturday sunday week weekend".split()
+    "friday saturday sunday week weekend "
+    # the months of the languages whose endings are read (deltamem.rules.endings)
+    "enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre "
+    "diciembre januar februar märz mai juni juli oktober dezember janvier février mars "
+    "avril mai juin juillet août septembre octobre novembre décembre".split()
 )
 
 Decide = Literal["code", "model"]
@@ -122,20 +126,8 @@ def same_values(a: str, b: str, name: str | None) -> bool:
     return _values(a, name) == _values(b, name)
 
 
-# what ends a state: the thing ended follows ("left Northwind Bank", "quit Haukeland
-# Hospital", "moved out of the King Street flat", "stopped playing with the
-# Riverside Rovers"), up to the end of the clause
-_ENDS = re.compile(
-    r"\b(?:left|quit|resigned\s+from|retired\s+from|dropped\s+out\s+of|gave\s+up|"
-    r"moved\s+(?:out\s+of|away\s+from|from)|broke\s+up\s+with|split\s+up\s+with|"
-    r"divorced|sold|stopped(?:\s+\w+ing)?(?:\s+(?:with|at|for|in))?|"
-    r"no\s+longer\s+\w+(?:\s+(?:with|at|for|in))?)\s+(?P<ended>[^,.;]+)",
-    re.IGNORECASE,
-)
 # "Sam and Mia broke up": who the person was with comes before the verb
 _PARTED = re.compile(r"^(?P<ended>.+?)\s+and\s+.+?\s+(?:broke|split)\s+up\b", re.IGNORECASE)
-_NAMED_THING = re.compile(r"^(?:(?:the|my|her|his|their)\s+)?[A-Z0-9]")
-_CLAUSE_END = re.compile(r"\s+(?:and|but|because|after|since|to|so|when|where)\s+.*$")
 
 
 def ended_values(fact: str, name: str | None) -> set[str]:
@@ -146,14 +138,16 @@ def ended_values(fact: str, name: str | None) -> set[str]:
     m = _PARTED.match(fact)
     if m and name and name.lower() in fact.lower():
         return _values("x " + m.group("ended"), name)
-    m = _ENDS.search(fact)
-    if not m:
-        return set()
-    ended = _CLAUSE_END.sub("", m.group("ended"))
-    if not _NAMED_THING.match(ended):
-        return set()  # "left a review for Cafe Nero": what ended is not the named thing
-    # `specifics` skips a sentence's first word: the ended thing is not a sentence
-    return _values("x " + ended, name)
+    for lang in endings.languages(fact):
+        found = next((m for p in endings.ENDS[lang] if (m := p.search(fact))), None)
+        if found is None:
+            continue
+        ended = endings.CLAUSE_END[lang].sub("", found.group("ended"))
+        if not endings.NAMED_THING[lang].match(ended):
+            return set()  # "left a review for Cafe Nero": what ended is not the named thing
+        # `specifics` skips a sentence's first word: the ended thing is not a sentence
+        return _values("x " + ended, name)
+    return set()
 
 
 def outdated_values(old: str, new: str, name: str | None = None) -> set[str]:

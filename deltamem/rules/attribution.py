@@ -20,6 +20,7 @@ from lemminflect import getAllLemmas  # type: ignore[import-untyped]
 
 from deltamem.manager.voice import opens_with_verb
 from deltamem.porter import stem
+from deltamem.rules.listener import states_speakers_feeling
 from deltamem.text import STOPWORDS, negated, sentences, stems_of, terms, words
 
 # a message cut into sentences, and those into clauses: at commas, dashes and the
@@ -42,6 +43,8 @@ _OWNED = frozenset("my our his her their its your".split())
 # "her family" written from "his family" only: "their support" or "your perspective"
 # in the message may well be the person's in the fact
 _SWAPPED = {"her": "his", "his": "her"}
+_MINE = frozenset({"my", "our"})
+_THEIRS = frozenset({"his", "her", "their"})
 # "it's about ...", "it was challenging": "it" stands for nothing said of another
 _DUMMY_IT = re.compile(
     r"^\W*it(?:['’]s|\s+(?:is|was|has\s+been|will\s+be|would\s+be|feels|felt|seems|seemed|"
@@ -212,7 +215,19 @@ def said_of_another(fact: str, subject: str, said: str) -> str | None:
     # "owns a dance studio" from "my dance studio is ...": the fact says the thing is
     # theirs (a verb of having, and the thing named), which the clause does say
     had = stems_of(rest) if _HAVING.match(rest) else set()
-    if sources and all(who == "other" and not (_head(c) & had) for c, who in sources):
+    # "wants tips for his first marathon" from "Do you have any tips for me before my
+    # first marathon?": the thing is the speaker's in the clause ("my"), whoever its doer
+    # unless the fact repeats the other's doing ("Sam broke my phone" -> "Tom broke his
+    # phone")
+    claimed = had | _things(rest, _THEIRS)
+    verb = stem(_tokens(rest)[0]) if _tokens(rest) else ""
+    if sources and all(
+        who == "other"
+        and not (_head(c) & had)
+        and not (_things(c, _MINE) & claimed and verb not in {stem(t) for t in _tokens(c)})
+        and not states_speakers_feeling(c, fact, "en")
+        for c, who in sources
+    ):
         return "said of someone else, not the person"
     return others_thing(fact, subject, said)
 
@@ -386,6 +401,23 @@ def subjects(said: str) -> list[tuple[str, str | None]]:
                 out[-1] = (f"{out[-1][0]} {clause.strip()}", out[-1][1])
             else:
                 out.append((clause.strip(), who))
+    return out
+
+
+def _things(text: str, owners: frozenset[str]) -> set[str]:
+    """The stems of the words after one of `owners` that is not the clause's first
+    word (a thing of theirs opening a clause is its doer, `_head`), up to the first
+    stopword or three words ("tips for me before my first marathon" -> first,
+    marathon)."""
+    tokens = _tokens(text)
+    out: set[str] = set()
+    for i, t in enumerate(tokens):
+        if t not in owners or i == 0:
+            continue
+        for word in tokens[i + 1 : i + 4]:
+            if word in STOPWORDS:
+                break
+            out.add(stem(word))
     return out
 
 

@@ -18,6 +18,8 @@ fact is refused. A clause is about the listener when
 * the fact names the person twice where the message says "you" ("Nate has faith in
   Nate" from "I have faith in you!"): the second is the listener, written with the
   person's name, or
+* (except where the clause opens with the speaker's feeling, "I'm" dropped, and the
+  fact states it: "Glad you enjoyed it" -> "Maria is glad John enjoyed it")
 * it tells the listener to do something (English: it opens with a verb's bare form,
   "Keep up the hard work!"; a verb of feeling opening a clause is the speaker's own,
   "Love your creations!" is "I love ...").
@@ -58,6 +60,19 @@ _FEELING = frozenset(
     "love like hope wish miss think guess need want mean bet agree feel know wonder "
     "appreciate adore hate enjoy reckon suppose remember".split()
 )
+# a feeling of the speaker's opening a clause with its "I'm" dropped ("Glad you enjoyed
+# it", "Thanks for your support"): the clause is about the listener, but a fact that
+# states that feeling ("Maria is glad John enjoyed it") is the speaker's; each opener
+# with the words a fact may put it in
+_GLAD = frozenset("glad happy pleased delighted thrilled".split())
+_THANKFUL = frozenset("thank thanks thankful grateful appreciates appreciate appreciative".split())
+_SPEAKERS_FEELING = {
+    **dict.fromkeys(_GLAD, _GLAD),
+    **dict.fromkeys(("thank", "thanks"), _THANKFUL),
+    "sorry": frozenset({"sorry"}),
+    "proud": frozenset({"proud"}),
+}
+_BEFORE_FEELING = frozenset("so really very just".split())
 # a word after the opener that makes the opener a noun ("Work is crazy")
 _NOUN_AFTER = frozenset("is was has had has been 's are were will would can could".split())
 
@@ -98,6 +113,16 @@ def listeners(clause: Clause, language: str) -> str | None:
     return None
 
 
+def states_speakers_feeling(clause: str, fact: str, language: str) -> bool:
+    """Whether an English clause opens with the speaker's feeling, its "I'm" dropped
+    ("Glad you enjoyed it"), and the fact states that feeling."""
+    tokens = _tokens(clause)
+    while tokens and tokens[0] in _BEFORE_FEELING:
+        tokens = tokens[1:]
+    said = _SPEAKERS_FEELING.get(tokens[0]) if language == "en" and tokens else None
+    return said is not None and bool(said & set(_tokens(fact)))
+
+
 def _named_again(fact: str, subject: str) -> bool:
     """Whether a fact that opens with the person as its doer names them again
     ("Nate has faith in Nate", "Joanna is grateful for Joanna's help"); "Maria's aunt
@@ -116,7 +141,12 @@ def about_listener(given: FactInput) -> Outcome | None:
     if you and _named_again(given.fact, given.subject):
         return Outcome("ABOUT_LISTENER", "names the person again where the listener was meant")
     found = sources(given.fact, given.subject, given.said, given.language)
-    how = [listeners(c, given.language) for c in found]
+    how = [
+        None
+        if states_speakers_feeling(c.text, given.fact, given.language)
+        else listeners(c, given.language)
+        for c in found
+    ]
     if not found or None in how:
         return None
     said = {"you": "said of the listener", "asks": "asked", "order": "told the listener"}[

@@ -7,12 +7,14 @@ prints this list. A rule lands here with those three figures, or not at all.
 
 from __future__ import annotations
 
-from deltamem.rules import grounding, listener, whose
+from deltamem.rules import endings, grounding, listener, whose
 from deltamem.rules.base import Rule, Stage
 
 EN = frozenset({"en"})
 # the languages whose first-person words `grounding.FIRST_PERSON_WORDS` knows
 PRONOUNS = frozenset(grounding.FIRST_PERSON_WORDS)
+# the languages whose words of ending `endings` knows
+ENDINGS = frozenset(endings.ENDS)
 
 _ALL: list[Rule] = [
     # --- fact: one written fact against the turn it was written from -------------
@@ -204,17 +206,18 @@ _ALL: list[Rule] = [
         "ENDED_BY_LATER",
         "decide",
         "invalidate",
-        "a fact that ends a named thing ('left Northwind Bank') outdates the older memories "
-        "naming it: invalid_at and superseded_by, written with the fact",
-        EN,
+        "a fact that ends a named thing ('left Northwind Bank', 'dejó el hospital de "
+        "Sevilla') outdates the older memories naming it: invalid_at and superseded_by, "
+        "written with the fact",
+        ENDINGS,
     ),
     Rule(
         "TAKEN_BACK_BY_LATER",
         "decide",
         "invalidate",
-        "a fact that takes something back ('no longer drinks coffee', 'quit smoking') "
-        "outdates the older memories stating it",
-        EN,
+        "a fact that takes something back ('no longer drinks coffee', 'quit smoking', "
+        "'trinkt keinen Kaffee mehr') outdates the older memories stating it",
+        ENDINGS,
     ),
     # --- context: what the answerer reads ------------------------------------------
     Rule(
