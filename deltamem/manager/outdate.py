@@ -67,8 +67,8 @@ def takes_back(fact: str) -> bool:
 
 def _states(memory: str, taken: TakenBack) -> bool:
     """Whether `memory` states what `taken` takes back, on its topic."""
-    stems = endings.stems_in(memory, taken.language)
     lang = taken.language
+    stems = endings.stems_in(memory, lang)
     return endings.holds(taken.what, stems, lang) and endings.shares(taken.topic, stems, lang)
 
 

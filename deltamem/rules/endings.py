@@ -22,6 +22,7 @@ from functools import lru_cache
 import Stemmer
 
 from deltamem.porter import stem
+from deltamem.rules.grounding import function_words
 from deltamem.rules.language import ENGLISH, likeliest
 from deltamem.text import terms
 
@@ -186,13 +187,6 @@ def _stemmer(lang: str) -> Stemmer.Stemmer:
     return stemmers[lang]
 
 
-@lru_cache(maxsize=8)
-def _function_words(lang: str) -> frozenset[str]:
-    from stop_words import get_stop_words  # type: ignore[import-untyped]
-
-    return frozenset(w.lower() for w in get_stop_words(lang))
-
-
 @lru_cache(maxsize=8192)
 def _stems(text: str, lang: str) -> frozenset[str]:
     if lang not in _SNOWBALL:
@@ -202,8 +196,8 @@ def _stems(text: str, lang: str) -> frozenset[str]:
 
 def content_words(text: str, lang: str) -> list[str]:
     """`text`'s words less its language's function words."""
-    skip = _function_words(lang) if lang in _SNOWBALL else frozenset()
-    return [t for t in terms(text, limit=100_000) if t not in skip]
+    skip = function_words(lang) if lang in _SNOWBALL else frozenset()
+    return [t for t in terms(text, limit=100_000) if stem(t) not in skip]
 
 
 def holds(what: frozenset[str], stems: set[str], lang: str) -> bool:

@@ -11,15 +11,14 @@ fact is refused. A clause is about the listener when
 
 * it speaks of "you" or "your" and the speaker is not in it ("I love when you try
   something new" and "advice for someone like me" are the speaker's; "Keep me posted
-  on how your campaign is going", an order, is not; "Glad you enjoyed it" is read as the
-  listener's, wrongly: the gladness is the speaker's),
+  on how your campaign is going", an order, is not; a clause opening with the speaker's
+  feeling, "I'm" dropped, is theirs where the fact states that feeling: "Glad you
+  enjoyed it" -> "Maria is glad John enjoyed it"),
 * it asks, and the speaker is not in it ("Are you excited?"; "Did I tell you I
   adopted a puppy?" is the speaker's news), or
 * the fact names the person twice where the message says "you" ("Nate has faith in
   Nate" from "I have faith in you!"): the second is the listener, written with the
   person's name, or
-* (except where the clause opens with the speaker's feeling, "I'm" dropped, and the
-  fact states it: "Glad you enjoyed it" -> "Maria is glad John enjoyed it")
 * it tells the listener to do something (English: it opens with a verb's bare form,
   "Keep up the hard work!"; a verb of feeling opening a clause is the speaker's own,
   "Love your creations!" is "I love ...").
