@@ -92,11 +92,12 @@ def test_the_person_is_named_by_any_self_introduction(said: str, name: str | Non
 def test_english_rules_read_english_turns_only() -> None:
     said = "Mi hermano trabaja como médico en Madrid desde hace años."
     assert language_of(said) == "es"
-    # ATTRIBUTED_TO_OTHER reads English clauses: on Spanish, the general rules decide
+    # OTHERS_THING reads English grammar: on Spanish, the general rules decide
+    assert not RULES["OTHERS_THING"].reads("es") and RULES["NOT_GROUNDED"].reads("es")
+    # ATTRIBUTED_TO_OTHER reads a Spanish clause by the speaker's someone it opens with
     fact = "Ana trabaja como médico en Madrid"
     verdict = check(fact, "Ana", said, None, trace=True)
-    assert "ATTRIBUTED_TO_OTHER" not in verdict.fired
-    assert not RULES["ATTRIBUTED_TO_OTHER"].reads("es") and RULES["NOT_GROUNDED"].reads("es")
+    assert verdict.fired == ("ATTRIBUTED_TO_OTHER",)
     # an English fact from a Spanish turn is not grounded in its words
     english = check("Ana works as a doctor in Madrid", "Ana", said, None)
     assert english.refused is not None and english.refused.code == "NOT_GROUNDED"
@@ -128,11 +129,13 @@ def test_the_rules_decide_the_labelled_cases() -> None:
     # one of held-out conv-43's firings ABOUT_LISTENER refuses wrongly (r176, "advice
     # for someone like me", is kept since the object "me" marks the speaker's clause;
     # r085 and r220, "Glad you enjoyed it", "Thanks for your support", since a feeling
-    # of the speaker's opening the clause is theirs where the fact states it)
+    # of the speaker's opening the clause is theirs where the fact states it; r154 and
+    # r170 since a fact that gives "your X" to the listener by name, or reports the
+    # speaker's asking, is the speaker's)
     assert sorted(w["id"] for w in scored.wrong) == [
         "r009", "r071", "r079", "r096",
         "r107", "r114", "r115", "r119", "r120", "r124", "r149",
-        "r154", "r159", "r160", "r170", "r177",
+        "r159", "r160", "r177",
         "r183", "r184", "r185", "r191", "r193", "r196",
         "r205", "r206", "r207", "r208", "r209", "r210", "r211", "r213",
         "r235",
@@ -168,6 +171,36 @@ def test_what_was_said_to_the_listener_is_not_the_persons(fact: str, said: str) 
 )
 def test_the_speakers_own_news_beside_a_you_is_kept(fact: str, said: str) -> None:
     assert check(fact, "Tom", said, None).kept
+
+
+@pytest.mark.parametrize(
+    ("fact", "said"),
+    [
+        # the speaker's own act of speech, reported
+        ("Tom asks if Ana has a favorite beach memory", "Do you have a favorite beach memory?"),
+        ("Tom encourages Ana to keep up the hard work", "Great idea! Keep up the hard work!"),
+        ("Tom asks what Ana is allergic to", "What are you allergic to, Ana?"),
+        # the listener's part given to the listener by name
+        ("Tom is grateful for Ana's advice", "Your advice was spot on, Ana."),
+    ],
+)
+def test_the_speakers_asking_and_the_listener_named_are_kept(fact: str, said: str) -> None:
+    assert "ABOUT_LISTENER" not in check(fact, "Tom", said, None, trace=True).fired
+
+
+@pytest.mark.parametrize(
+    ("fact", "said"),
+    [
+        # asking, but the listener's script made the person's
+        ("Tom is asking about the next steps in his script", "So, what about your script now?"),
+        # the listener's advice made the person's
+        ("Tom gives good advice", "Your advice was spot on, Ana."),
+        # another's thing given by name does not cover the listener's own
+        ("Tom has Ana's support and great cooking skills", "Your cooking skills are awesome."),
+    ],
+)
+def test_reported_asking_does_not_carry_the_listeners_part(fact: str, said: str) -> None:
+    assert "ABOUT_LISTENER" in check(fact, "Tom", said, None, trace=True).fired
 
 
 def test_a_name_written_twice_without_a_you_is_not_the_listener() -> None:

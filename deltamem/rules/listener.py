@@ -22,6 +22,11 @@ fact is refused. A clause is about the listener when
 * it tells the listener to do something (English: it opens with a verb's bare form,
   "Keep up the hard work!"; a verb of feeling opening a clause is the speaker's own,
   "Love your creations!" is "I love ...").
+
+Two English facts have put the listener in the listener's place already and are kept:
+one that reports the speaker's asking or advice ("Tim asks if John has a favorite beach
+memory"), unless it makes a "your X" the person's, and one that gives each "your X" of
+the clause to someone it names ("John is motivated by Maria's help").
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import re
 
 from lemminflect import getAllLemmas  # type: ignore[import-untyped]
 
+from deltamem.porter import stem
 from deltamem.rules.base import Outcome
 from deltamem.rules.grounding import FIRST_PERSON_WORDS
 from deltamem.rules.pipeline import FactInput
@@ -72,6 +78,15 @@ _SPEAKERS_FEELING = {
     "proud": frozenset({"proud"}),
 }
 _BEFORE_FEELING = frozenset("so really very just".split())
+# verbs that report the speaker's own act of speech: a fact that opens with one ("Joanna
+# is asking if taking care of them is tough", "Maria encourages John to keep going") is
+# what the speaker did, whoever the question or the advice was about
+_SPEECH_ACTS = frozenset(
+    "ask wonder inquire suggest recommend advise encourage tell remind congratulate "
+    "compliment praise invite urge".split()
+)
+# what may stand between the person and that verb ("Joanna is asking", "Maria also asks")
+_BEFORE_ACT = frozenset("is was has had have also often then again just".split())
 # a word after the opener that makes the opener a noun ("Work is crazy")
 _NOUN_AFTER = frozenset("is was has had has been 's are were will would can could".split())
 
@@ -122,6 +137,44 @@ def states_speakers_feeling(clause: str, fact: str, language: str) -> bool:
     return said is not None and bool(said & set(_tokens(fact)))
 
 
+def reports_speech(fact: str, subject: str) -> bool:
+    """Whether an English fact reports the person's own act of speech: it opens with
+    the person and a verb of asking, advising or praising ("Joanna is asking ...",
+    "Maria encourages John to ..."), or "wants to know"."""
+    if not fact.startswith(subject):
+        return False
+    tokens = _tokens(fact[len(subject) :])
+    while tokens and tokens[0] in _BEFORE_ACT:
+        tokens = tokens[1:]
+    if tokens[:3] in (["wants", "to", "know"], ["wanted", "to", "know"]):
+        return True
+    verbs: tuple[str, ...] = getAllLemmas(tokens[0]).get("VERB", ()) if tokens else ()
+    return bool(verbs) and verbs[0] in _SPEECH_ACTS
+
+
+def names_the_listeners(clause: str, fact: str, subject: str) -> bool:
+    """Whether the fact gives each "your X" of the clause to someone it names ("Your help
+    is really motivating" -> "John is motivated by Maria's help"): then the listener's
+    part is the listener's, not the person's."""
+    yours = _things_of(r"\byour\s+(\w+)", clause)
+    given = {
+        stem(thing.lower())
+        for owner, thing in re.findall(r"\b([A-Z][a-z]+)['’]s\s+(\w+)", fact)
+        if owner not in subject.split()
+    }
+    return bool(yours) and yours <= given
+
+
+def _things_of(pattern: str, text: str) -> set[str]:
+    return {stem(w.lower()) for w in re.findall(pattern, text, re.IGNORECASE)}
+
+
+def _gives_yours_to_person(said: str, fact: str) -> bool:
+    """Whether a "your X" of the message is the person's "his/her/their X" in the fact."""
+    yours = _things_of(r"\byour\s+(\w+)", said)
+    return bool(yours & _things_of(r"\b(?:his|her|their)\s+(\w+)", fact))
+
+
 def _named_again(fact: str, subject: str) -> bool:
     """Whether a fact that opens with the person as its doer names them again
     ("Nate has faith in Nate", "Joanna is grateful for Joanna's help"); "Maria's aunt
@@ -140,9 +193,19 @@ def about_listener(given: FactInput) -> Outcome | None:
     if you and _named_again(given.fact, given.subject):
         return Outcome("ABOUT_LISTENER", "names the person again where the listener was meant")
     found = sources(given.fact, given.subject, given.said, given.language)
+    english = given.language == "en"
+    # the asking is the person's, unless it makes the listener's thing theirs
+    # ("what about your script?" -> "Nate is asking about his script")
+    if (
+        english
+        and reports_speech(given.fact, given.subject)
+        and not _gives_yours_to_person(given.said, given.fact)
+    ):
+        return None
     how = [
         None
         if states_speakers_feeling(c.text, given.fact, given.language)
+        or (english and names_the_listeners(c.text, given.fact, given.subject))
         else listeners(c, given.language)
         for c in found
     ]
