@@ -161,7 +161,11 @@ def turn_prompt(
     if language != ENGLISH and (named := language_name(language)):
         # English prompts stay as they were; a Spanish turn gets Spanish facts, which
         # the grounding rules can read against its words
-        who += f" The message is in {named}: write the facts in {named}."
+        # the 1.5B copies the speaker's first-person verb ("Ana Ruiz trabajo en ...")
+        who += (
+            f" The message is in {named}: write the facts in {named}, each verb in the"
+            f" third person, as said of {subject}, not as {subject} said it."
+        )
     prompt = _TURN.substitute(
         date=human_date(session.timestamp),
         who=who,

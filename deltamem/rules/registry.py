@@ -7,7 +7,7 @@ prints this list. A rule lands here with those three figures, or not at all.
 
 from __future__ import annotations
 
-from deltamem.rules import endings, grounding, listener, whose
+from deltamem.rules import endings, grounding, listener, other_languages, whose
 from deltamem.rules.base import Rule, Stage
 
 EN = frozenset({"en"})
@@ -48,9 +48,10 @@ _ALL: list[Rule] = [
         "FIRST_PERSON",
         "fact",
         "refuse",
-        "a first-person word of the speaker (I, we, our; yo, ich, je ...) left in the fact",
+        "a first-person word of the speaker (I, we, our; yo, ich, je ...) left in the "
+        "fact, or their first-person verb ('Ana Ruiz toco la guitarra', 'Lena spiele')",
         PRONOUNS,
-        grounding.first_person,
+        other_languages.first_person,
     ),
     Rule(
         "NOT_NAMED",
@@ -110,9 +111,10 @@ _ALL: list[Rule] = [
         "fact",
         "refuse",
         "its source clauses are about another (she, they, a named doer, 'my dad', 'my "
-        "boss') and the fact makes the person the doer",
-        EN,
-        whose.attributed_to_other,
+        "boss'; 'mi hermana', 'mein Bruder', 'ma sœur') and the fact makes the person "
+        "the doer",
+        PRONOUNS,
+        other_languages.attributed_to_other,
     ),
     Rule(
         "OTHERS_THING",
@@ -126,9 +128,10 @@ _ALL: list[Rule] = [
         "PLAN_AS_DONE",
         "fact",
         "refuse",
-        "a wish or plan ('I'd love to live in Berlin') written as done",
-        EN,
-        whose.plan,
+        "a wish or plan ('I'd love to live in Berlin', 'me encantaría vivir en Lisboa') "
+        "written as done",
+        PRONOUNS,
+        other_languages.plan_as_done,
     ),
     Rule(
         "DISLIKE_FROM_REQUEST",
@@ -225,7 +228,8 @@ _ALL: list[Rule] = [
         "context",
         "filter",
         "an excerpt whose facts a later session changed or outdated is left out (the "
-        "sentences naming the outdated values, else the turn)",
+        "sentences naming the outdated values, else the turn); a sentence naming a fact "
+        "that still holds stays",
     ),
     # --- answer: the answerer's reply ------------------------------------------------
     Rule(
