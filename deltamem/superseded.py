@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from deltamem.manager.resolve import exact_values, outdated_values, outdates
 from deltamem.rules import DEFAULT, RuleSettings
 from deltamem.store.base import Store
+from deltamem.text import people_named_first
 from deltamem.types import SearchHit
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -39,20 +40,29 @@ class Outdated:
     whole: set[int] = field(default_factory=set)
     turns: set[int] = field(default_factory=set)
     values: list[set[str]] = field(default_factory=list)
+    # the values of the facts of each turn that still hold: a sentence that says one
+    # stays ("I play cello and drink coffee every morning" once the coffee is given up)
+    holding: dict[int, list[set[str]]] = field(default_factory=dict)
 
     def read(self, turns: list[int], text: str) -> str | None:
         """What of an excerpt of the session is still to be read: its sentences less
         those naming every value of an outdated fact ("My monthly income is 15600
         USD." once it is 18,000; the assistant's "How do you like working at
-        Northwind Bank?" once that job ended). None where nothing is left, or its
-        turn's fact was outdated and the words that said it cannot be found."""
-        if set(turns) & self.whole:
-            return None
-        if not self.values:
+        Northwind Bank?" once that job ended), and less every sentence where the
+        turn's fact was outdated and the words that said it cannot be found; but a
+        sentence naming every value of a fact of the turn that still holds stays.
+        None where nothing is left."""
+        whole = bool(set(turns) & self.whole)
+        if not whole and not self.values:
             return text
         sentences = _SENTENCE.split(text.strip())
-        kept = [t for t in sentences if not any(g <= exact_values(t) for g in self.values)]
-        if not kept or (set(turns) & self.turns and len(kept) == len(sentences)):
+        holding = [g for turn in turns for g in self.holding.get(turn, [])]
+        said = [exact_values(t) for t in sentences]
+        old = [any(g <= v for g in self.values) for v in said]
+        holds = [any(g <= v for g in holding) for v in said]
+        lost = whole or (bool(set(turns) & self.turns) and not any(old))
+        kept = [t for t, o, h in zip(sentences, old, holds, strict=True) if h or not (lost or o)]
+        if not kept:
             return None
         return text if len(kept) == len(sentences) else " ".join(kept)
 
@@ -67,6 +77,9 @@ def outdated(store: Store, user_id: str, session_id: str, agent_id: str | None) 
     if not written:
         return out
     now = {m.id: m for m in store.get_many(list(written))}
+    # the person a fact names is no value its turn must say: "I quit coffee" is the
+    # sentence of "Lena Vogel drinks coffee", although it does not say "Lena Vogel"
+    people = people_named_first([said for said, _ in written.values()])
     for memory_id, (said, turns) in written.items():
         current = now.get(memory_id)
         if current is None:
@@ -74,17 +87,20 @@ def outdated(store: Store, user_id: str, session_id: str, agent_id: str | None) 
         elif current.invalid_at is not None or current.expired():
             # outdated by a later fact, or its expiry passed: the sentences naming its
             # values go
-            if values := exact_values(said):
+            if values := exact_values(said) - people:
                 out.turns.update(turns)
                 out.values.append(values)
             else:
                 out.whole.update(turns)
         elif current.session_id != session_id and outdates(said, current.content):
-            if values := outdated_values(said, current.content):
+            if values := outdated_values(said, current.content) - people:
                 out.turns.update(turns)
                 out.values.append(values)
             else:
                 out.whole.update(turns)  # reversed: no value to find in the words
+        elif values := exact_values(said) - people:
+            for turn in turns:
+                out.holding.setdefault(turn, []).append(values)
     return out
 
 
