@@ -111,3 +111,23 @@ def test_a_wish_written_as_done_is_refused(fact: str, subject: str, said: str) -
 )
 def test_a_wish_kept_as_a_wish_is_kept(fact: str, subject: str, said: str) -> None:
     assert "PLAN_AS_DONE" not in check(fact, subject, said, None, trace=True).fired
+
+
+@pytest.mark.parametrize(
+    ("said", "name"),
+    [
+        ("Bonjour, je suis Claire Dubois. Je suis pharmacienne à Lyon.", "Claire Dubois"),
+        ("Salut, je suis Élodie.", "Élodie"),
+        ("Hola, soy Ana Ruiz.", "Ana Ruiz"),
+        ("Hallo, ich bin Lena.", "Lena"),
+        ("I'm Zoë.", "Zoë"),
+        # a word alone that is no first name names nobody
+        ("Je suis Française et je vis à Paris.", None),
+        ("Ich bin Deutscher.", None),
+        ("Je suis pharmacienne à Lyon.", None),
+    ],
+)
+def test_a_self_introduction_names_the_person(said: str, name: str | None) -> None:
+    from deltamem.manager.extract import introduced_name
+
+    assert introduced_name([said]) == name

@@ -16,6 +16,7 @@ rule's code.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -47,15 +48,15 @@ _NAME_IS = re.compile(r"\bname is ([A-Z][\w'’-]+(?: [A-Z][\w'’-]+){0,2})")
 # "I'm Martin." (one name, then the sentence ends), "Martin here"; "I'm Canadian"
 # and "I'm Tired" name nobody (`_a_name`)
 _INTRODUCED = re.compile(
-    r"\b(?:I['’]m|I am) ([A-Z][a-z'’-]+ [A-Z][\w'’-]+)\b"
+    r"\b(?:I['’]m|I am) ([A-Z][a-zà-öø-ÿ'’-]+ [A-Z][\w'’-]+)\b"
     r"|\b(?:[Cc]all me|[Mm]y name['’]s) ([A-Z][\w'’-]+(?: [A-Z][\w'’-]+)?)\b"
-    r"|\b(?:I['’]m|I am) ([A-Z][a-z'’-]+)(?=\s*(?:[.!,;]|$|\s(?:and|from|here)\b))"
-    r"|^\W*(?:(?:Hi|Hey|Hello)\W+)?([A-Z][a-z'’-]+) here\b"
+    r"|\b(?:I['’]m|I am) ([A-Z][a-zà-öø-ÿ'’-]+)(?=\s*(?:[.!,;]|$|\s(?:and|from|here)\b))"
+    r"|^\W*(?:(?:Hi|Hey|Hello)\W+)?([A-Z][a-zà-öø-ÿ'’-]+) here\b"
     # ... and in Spanish, German, French: "soy Ana Ruiz", "me llamo Ana", "ich heiße
-    # Lena", "je m'appelle Léa" (the name's words are capitalised, so "soy enfermera"
-    # names nobody)
-    r"|\b(?:[Ss]oy|[Mm]e llamo|[Ii]ch bin|[Ii]ch hei(?:ß|ss)e|[Jj]e m['’]appelle|"
-    r"[Mm]on nom est)\s+([A-ZÁÉÍÓÚÑÄÖÜ][\w'’-]+(?: [A-ZÁÉÍÓÚÑÄÖÜ][\w'’-]+)?)"
+    # Lena", "je suis Claire Dubois", "je m'appelle Léa" (the name's words are
+    # capitalised, so "soy enfermera" and "je suis pharmacienne" name nobody)
+    r"|\b(?:[Ss]oy|[Mm]e llamo|[Ii]ch bin|[Ii]ch hei(?:ß|ss)e|[Jj]e suis|[Jj]e m['’]appelle|"
+    r"[Mm]on nom est)\s+([A-ZÁÉÍÓÚÑÄÖÜÀÂÈÊÎÔÛÇ][\w'’-]+(?: [A-ZÁÉÍÓÚÑÄÖÜÀÂÈÊÎÔÛÇ][\w'’-]+)?)"
 )
 _SYSTEM = template("extract_system.txt").substitute().strip()
 _TURN = template("extract_turn.txt")
@@ -88,7 +89,8 @@ def introduced_name(messages: list[str]) -> str | None:
     for text in messages:
         for m in _INTRODUCED.finditer(text):
             name = m.group(1) or m.group(2) or m.group(3) or m.group(4) or m.group(5)
-            if m.group(1) or m.group(2) or m.group(5) or _a_name(name):
+            # one word alone must be a first name ("je suis Française" names nobody)
+            if m.group(1) or m.group(2) or (m.group(5) and " " in name) or _a_name(name):
                 return name
     return None
 
@@ -96,7 +98,11 @@ def introduced_name(messages: list[str]) -> str | None:
 def _a_name(word: str) -> bool:
     """A first name a names list knows, not a stopword ("Martin", "Jo"; not
     "Canadian", "Tired" or "Sorry")."""
-    return word.lower() not in STOPWORDS and _first_names().get_gender(word) != "unknown"
+    if word.lower() in STOPWORDS:
+        return False
+    # the list spells some names with their accents ("Léa") and some without ("Elodie")
+    plain = unicodedata.normalize("NFKD", word).encode("ascii", "ignore").decode()
+    return any(_first_names().get_gender(w) != "unknown" for w in {word, plain} if w)
 
 
 @lru_cache(maxsize=1)
