@@ -23,43 +23,69 @@ import re
 from dataclasses import dataclass, field
 
 from deltamem.manager.resolve import exact_values, outdated_values, outdates
+from deltamem.porter import stem
 from deltamem.rules import DEFAULT, RuleSettings
 from deltamem.store.base import Store
-from deltamem.text import people_named_first
+from deltamem.text import people_named_first, stems_of
 from deltamem.types import SearchHit
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+# of a fact without exact values, the share of its content words a sentence must hold
+# to be the one that said it
+_WORDS_SAID = 0.5
+
+
+@dataclass(frozen=True)
+class Said:
+    """How to find the sentence that said a fact: its exact values (names, places,
+    numbers), all of which that sentence names; else its content words (stems), half
+    of which it holds. The person's name is neither."""
+
+    values: frozenset[str]
+    words: frozenset[str]
+
+    @classmethod
+    def of(cls, values: set[str], fact: str, people: set[str]) -> Said | None:
+        if values:
+            return cls(frozenset(values), frozenset())
+        words = stems_of(fact) - {stem(p) for p in people}
+        return cls(frozenset(), frozenset(words)) if words else None
+
+    def in_sentence(self, values: set[str], words: set[str]) -> bool:
+        if self.values:
+            return self.values <= values
+        return len(self.words & words) >= _WORDS_SAID * len(self.words)
 
 
 @dataclass
 class Outdated:
-    """What of a session later sessions outdated: the turns whose facts were outdated
-    without a value to find in the words (reversed, deleted), the turns whose facts
-    named values that no longer hold, and those values (one group a fact)."""
+    """What of a session later sessions outdated: the turns whose facts were deleted
+    (they go whole), the turns whose facts no longer hold and how to find the
+    sentences that said them, and how to find those of each turn's facts that still
+    hold."""
 
     whole: set[int] = field(default_factory=set)
     turns: set[int] = field(default_factory=set)
-    values: list[set[str]] = field(default_factory=list)
-    # the values of the facts of each turn that still hold: a sentence that says one
-    # stays ("I play cello and drink coffee every morning" once the coffee is given up)
-    holding: dict[int, list[set[str]]] = field(default_factory=dict)
+    values: list[Said] = field(default_factory=list)
+    # a sentence that says a fact still holding stays ("I play cello and drink coffee
+    # every morning" once the coffee is given up): raw search would show it
+    holding: dict[int, list[Said]] = field(default_factory=dict)
 
     def read(self, turns: list[int], text: str) -> str | None:
         """What of an excerpt of the session is still to be read: its sentences less
-        those naming every value of an outdated fact ("My monthly income is 15600
-        USD." once it is 18,000; the assistant's "How do you like working at
-        Northwind Bank?" once that job ended), and less every sentence where the
-        turn's fact was outdated and the words that said it cannot be found; but a
-        sentence naming every value of a fact of the turn that still holds stays.
-        None where nothing is left."""
+        those that said an outdated fact ("My monthly income is 15600 USD." once it is
+        18,000; the assistant's "How do you like working at Northwind Bank?" once that
+        job ended), and less every sentence where the turn's fact was deleted or the
+        words that said it cannot be found; but a sentence that says a fact of the
+        turn still holding stays. None where nothing is left."""
         whole = bool(set(turns) & self.whole)
         if not whole and not self.values:
             return text
         sentences = _SENTENCE.split(text.strip())
         holding = [g for turn in turns for g in self.holding.get(turn, [])]
-        said = [exact_values(t) for t in sentences]
-        old = [any(g <= v for g in self.values) for v in said]
-        holds = [any(g <= v for g in holding) for v in said]
+        found = [(exact_values(t), stems_of(t)) for t in sentences]
+        old = [any(g.in_sentence(*f) for g in self.values) for f in found]
+        holds = [any(g.in_sentence(*f) for g in holding) for f in found]
         lost = whole or (bool(set(turns) & self.turns) and not any(old))
         kept = [t for t, o, h in zip(sentences, old, holds, strict=True) if h or not (lost or o)]
         if not kept:
@@ -84,23 +110,25 @@ def outdated(store: Store, user_id: str, session_id: str, agent_id: str | None) 
         current = now.get(memory_id)
         if current is None:
             out.whole.update(turns)  # deleted: the turn's fact was taken back
-        elif current.invalid_at is not None or current.expired():
-            # outdated by a later fact, or its expiry passed: the sentences naming its
-            # values go
-            if values := exact_values(said) - people:
-                out.turns.update(turns)
-                out.values.append(values)
-            else:
-                out.whole.update(turns)
+            continue
+        if current.invalid_at is not None or current.expired():
+            # outdated by a later fact, or its expiry passed
+            gone: set[str] | None = exact_values(said) - people
         elif current.session_id != session_id and outdates(said, current.content):
-            if values := outdated_values(said, current.content) - people:
-                out.turns.update(turns)
-                out.values.append(values)
-            else:
-                out.whole.update(turns)  # reversed: no value to find in the words
-        elif values := exact_values(said) - people:
-            for turn in turns:
-                out.holding.setdefault(turn, []).append(values)
+            # updated: the values it no longer has (none where it was reversed)
+            gone = outdated_values(said, current.content) - people
+        else:
+            gone = None
+        found = Said.of(exact_values(said) - people if gone is None else gone, said, people)
+        if gone is None:
+            if found is not None:
+                for turn in turns:
+                    out.holding.setdefault(turn, []).append(found)
+        elif found is None:
+            out.whole.update(turns)  # nothing to find it by
+        else:
+            out.turns.update(turns)
+            out.values.append(found)
     return out
 
 

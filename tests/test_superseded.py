@@ -194,3 +194,24 @@ def test_a_sentence_that_says_a_fact_still_holding_stays(mem: Memory, llm: Scrip
     llm.push(ops(add("Lena Vogel no longer drinks coffee at Café Rosa.")))
     says(mem, "I no longer drink coffee at Café Rosa.", "s2", "2025-06-01")
     assert said in excerpts(mem.context("Which orchestra does Lena play in?", user_id="alice"))
+
+
+def test_an_outdated_fact_without_values_is_found_by_its_words(
+    mem: Memory, llm: ScriptedLLM
+) -> None:
+    # "smokes a few cigarettes a day" names no place, person or number: the sentence
+    # holding its words goes, the climbing and the sister stay (the whole turn went)
+    said = "I climb on weekends. I still smoke a few cigarettes a day. My sister is an architect."
+    llm.push(
+        ops(
+            add("Claire Dubois climbs on weekends."),
+            add("Claire Dubois smokes a few cigarettes a day."),
+            add("Claire Dubois's sister is an architect."),
+        )
+    )
+    mem.add([{"role": "user", "content": said}], user_id="alice", session_id="s1",
+            timestamp="2025-01-01")  # fmt: skip
+    llm.push(ops(add("Claire Dubois no longer smokes cigarettes.")))
+    says(mem, "I no longer smoke cigarettes.", "s2", "2025-06-01")
+    read = excerpts(mem.context("What does Claire do on weekends?", user_id="alice"))
+    assert "I climb on weekends. My sister is an architect." in read
