@@ -18,6 +18,7 @@ from deltamem.llm.base import LLM
 from deltamem.manager.dates import annotate
 from deltamem.porter import stem
 from deltamem.rules import DEFAULT, RuleSettings
+from deltamem.rules.language import ENGLISH, language_name, language_of
 from deltamem.text import clip, stems_of, terms
 from deltamem.types import SearchHit
 from deltamem.yesno import is_yes_no, opening, without_restated_premise
@@ -27,6 +28,17 @@ PROMPTS = Path(__file__).parent / "prompts"
 _UNMENTIONED = Template((PROMPTS / "answer_unmentioned.txt").read_text(encoding="utf-8"))
 # said after the items when a "Yes" is not trusted (`Answerer.yes_cut`)
 _NOT_YES = (PROMPTS / "answer_not_yes.txt").read_text(encoding="utf-8").strip()
+
+
+def _in_its_language(question: str) -> str:
+    """For a question not in English, a note to answer in its language (the 1.5B
+    answered "Quel est le métier de la sœur de Claire ?" in English); English prompts
+    stay as they were."""
+    language = language_of(question)
+    named = language_name(language) if language != ENGLISH else None
+    return f"The question is in {named}: answer in {named}." if named else ""
+
+
 # an excerpt longer than this is cut: a long assistant turn would crowd out the rest
 EXCERPT_CHARS = 600
 # The 1.5B opens with "Yes" to yes/no questions whose premise its items contradict,
@@ -187,7 +199,9 @@ class Answerer:
             order=ORDER_NOTE[self.order],
             facts="\n".join(facts) if facts else "(none)",
             excerpts="\n".join(excerpts) if excerpts else "(none)",
-            notes="\n".join(filter(None, [today, note, _NOT_YES if not_yes else ""])),
+            notes="\n".join(
+                filter(None, [today, note, _NOT_YES if not_yes else "", _in_its_language(question)])
+            ),
             question=question.strip(),
         )
         return [{"role": "system", "content": self._system}, {"role": "user", "content": user}]

@@ -96,6 +96,15 @@ def test_the_note_is_in_the_prompt_only_when_the_thing_is_unmentioned() -> None:
     )
 
 
+def test_a_question_not_in_english_is_answered_in_its_language() -> None:
+    answerer = Answerer(ScriptedLLM())
+    hits = [hit("Claire Dubois a une sœur Sophie qui est architecte à Nantes")]
+    french = answerer.prompt("Quel est le métier de la sœur de Claire ?", hits, asked_at=AT)
+    assert "The question is in French: answer in French." in french[1]["content"]
+    english = answerer.prompt("What does Claire's sister do for a living?", hits, asked_at=AT)
+    assert "answer in" not in english[1]["content"]
+
+
 # -- a "Yes" the model gives unsurely -------------------------------------------------
 
 
