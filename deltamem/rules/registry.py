@@ -227,9 +227,10 @@ _ALL: list[Rule] = [
         "OUTDATED_EXCERPT",
         "context",
         "filter",
-        "an excerpt whose facts a later session changed or outdated is left out (the "
-        "sentences naming the outdated values, else the turn); a sentence naming a fact "
-        "that still holds stays",
+        "an excerpt whose facts a later session changed or outdated is left out: the "
+        "sentences that said them (naming all their exact values, else holding half their "
+        "content words; the person's name is neither), else the turn; a sentence that "
+        "says a fact still holding stays",
     ),
     # --- answer: the answerer's reply ------------------------------------------------
     Rule(
