@@ -160,20 +160,25 @@ def test_only_the_sentence_that_said_an_outdated_value_is_left_out(
     assert said not in read
 
 
-def test_the_persons_name_is_no_value_the_turn_must_say(mem: Memory, llm: ScriptedLLM) -> None:
-    # the facts name Lena Vogel, her message does not: the sentence that said the
-    # outdated fact goes, the rest of the turn stays
-    said = "I play cello in the Bonn Orchestra. I drink coffee at Café Rosa every morning."
+def cello_then_no_coffee(mem: Memory, llm: ScriptedLLM, said: str) -> None:
+    """Lena says `said` (her cello and her coffee, two facts naming her), then a later
+    session takes the coffee back."""
     llm.push(
         ops(
             add("Lena Vogel plays cello in the Bonn Orchestra."),
             add("Lena Vogel drinks coffee at Café Rosa every morning."),
         )
     )
-    mem.add([{"role": "user", "content": said}], user_id="alice", session_id="s1",
-            timestamp="2025-01-01")  # fmt: skip
+    says(mem, said, "s1", "2025-01-01")
     llm.push(ops(add("Lena Vogel no longer drinks coffee at Café Rosa.")))
     says(mem, "I no longer drink coffee at Café Rosa.", "s2", "2025-06-01")
+
+
+def test_the_persons_name_is_no_value_the_turn_must_say(mem: Memory, llm: ScriptedLLM) -> None:
+    # the facts name Lena Vogel, her message does not: the sentence that said the
+    # outdated fact goes, the rest of the turn stays
+    said = "I play cello in the Bonn Orchestra. I drink coffee at Café Rosa every morning."
+    cello_then_no_coffee(mem, llm, said)
     read = excerpts(mem.context("Where does Lena drink coffee?", user_id="alice"))
     assert "I play cello in the Bonn Orchestra." in read
     assert said not in read
@@ -183,16 +188,7 @@ def test_a_sentence_that_says_a_fact_still_holding_stays(mem: Memory, llm: Scrip
     # the outdated coffee and the current orchestra in one sentence: raw search would
     # show it, so the answerer reads it too
     said = "I play cello in the Bonn Orchestra and drink coffee at Café Rosa every morning."
-    llm.push(
-        ops(
-            add("Lena Vogel plays cello in the Bonn Orchestra."),
-            add("Lena Vogel drinks coffee at Café Rosa every morning."),
-        )
-    )
-    mem.add([{"role": "user", "content": said}], user_id="alice", session_id="s1",
-            timestamp="2025-01-01")  # fmt: skip
-    llm.push(ops(add("Lena Vogel no longer drinks coffee at Café Rosa.")))
-    says(mem, "I no longer drink coffee at Café Rosa.", "s2", "2025-06-01")
+    cello_then_no_coffee(mem, llm, said)
     assert said in excerpts(mem.context("Which orchestra does Lena play in?", user_id="alice"))
 
 
