@@ -113,22 +113,21 @@ def outdated(store: Store, user_id: str, session_id: str, agent_id: str | None) 
             continue
         if current.invalid_at is not None or current.expired():
             # outdated by a later fact, or its expiry passed
-            gone: set[str] | None = exact_values(said) - people
+            gone = Said.of(exact_values(said) - people, said, people)
         elif current.session_id != session_id and outdates(said, current.content):
             # updated: the values it no longer has (none where it was reversed)
-            gone = outdated_values(said, current.content) - people
+            gone = Said.of(outdated_values(said, current.content) - people, said, people)
         else:
-            gone = None
-        found = Said.of(exact_values(said) - people if gone is None else gone, said, people)
-        if gone is None:
-            if found is not None:
+            # it still holds: its sentences stay
+            if held := Said.of(exact_values(said) - people, said, people):
                 for turn in turns:
-                    out.holding.setdefault(turn, []).append(found)
-        elif found is None:
+                    out.holding.setdefault(turn, []).append(held)
+            continue
+        if gone is None:
             out.whole.update(turns)  # nothing to find it by
         else:
             out.turns.update(turns)
-            out.values.append(found)
+            out.values.append(gone)
     return out
 
 

@@ -131,30 +131,29 @@ def shorten(text: str, max_words: int) -> str:
     return text[:end] + " …"
 
 
-# the two capitalised words a fact opens with ("Sarah Garcia's major is ...")
-_LEADING = re.compile(r"^([A-Z][\w-]+ [A-Z][\w-]+)(?:['’]s)?\b")
-
-
-# the one or two capitalised words a fact opens with ("Tim", "Lena Vogel")
+# the one or two capitalised words a fact opens with ("Tim", "Sarah Garcia's major is ...")
 _OPENING_NAME = re.compile(r"^([A-Z][\w-]+(?: [A-Z][\w-]+)?)(?:['’]s)?\b")
+
+
+def _opening_names(facts: list[str]) -> Counter[str]:
+    """How many facts open with each name ("The user" is none)."""
+    return Counter(
+        m.group(1) for f in facts if (m := _OPENING_NAME.match(f)) and not f.startswith("The ")
+    )
 
 
 def people_named_first(facts: list[str]) -> set[str]:
     """The lowercased words of every name at least two facts open with ("Tim" and
     "John" in a chat between the two): the people the facts are about, which are no
     value of any one of them."""
-    counts = Counter(
-        m.group(1) for f in facts if (m := _OPENING_NAME.match(f)) and not f.startswith("The ")
-    )
+    counts = _opening_names(facts)
     return {w.lower() for name, n in counts.items() if n >= 2 for w in name.split()}
 
 
 def leading_name(facts: list[str]) -> str | None:
     """The two-word name most facts open with ("Sarah Garcia's major is ..."), if at
     least two do."""
-    counts = Counter(
-        m.group(1) for f in facts if (m := _LEADING.match(f)) and not f.startswith("The ")
-    )
+    counts = Counter({name: n for name, n in _opening_names(facts).items() if " " in name})
     if not counts:
         return None
     name, n = counts.most_common(1)[0]

@@ -156,7 +156,7 @@ def names_the_listeners(clause: str, fact: str, subject: str) -> bool:
     """Whether the fact gives each "your X" of the clause to someone it names ("Your help
     is really motivating" -> "John is motivated by Maria's help"): then the listener's
     part is the listener's, not the person's."""
-    yours = _things_of(r"\byour\s+(\w+)", clause)
+    yours = _things_of(_YOUR, clause)
     given = {
         stem(thing.lower())
         for owner, thing in re.findall(r"\b([A-Z][a-z]+)['’]s\s+(\w+)", fact)
@@ -165,13 +165,16 @@ def names_the_listeners(clause: str, fact: str, subject: str) -> bool:
     return bool(yours) and yours <= given
 
 
+_YOUR = r"\byour\s+(\w+)"  # the listener's thing ("your help")
+
+
 def _things_of(pattern: str, text: str) -> set[str]:
     return {stem(w.lower()) for w in re.findall(pattern, text, re.IGNORECASE)}
 
 
 def _gives_yours_to_person(said: str, fact: str) -> bool:
     """Whether a "your X" of the message is the person's "his/her/their X" in the fact."""
-    yours = _things_of(r"\byour\s+(\w+)", said)
+    yours = _things_of(_YOUR, said)
     return bool(yours & _things_of(r"\b(?:his|her|their)\s+(\w+)", fact))
 
 
@@ -192,7 +195,6 @@ def about_listener(given: FactInput) -> Outcome | None:
     you = SECOND_PERSON.get(given.language, frozenset()) & set(_tokens(given.said))
     if you and _named_again(given.fact, given.subject):
         return Outcome("ABOUT_LISTENER", "names the person again where the listener was meant")
-    found = sources(given.fact, given.subject, given.said, given.language)
     english = given.language == "en"
     # the asking is the person's, unless it makes the listener's thing theirs
     # ("what about your script?" -> "Nate is asking about his script")
@@ -202,6 +204,7 @@ def about_listener(given: FactInput) -> Outcome | None:
         and not _gives_yours_to_person(given.said, given.fact)
     ):
         return None
+    found = sources(given.fact, given.subject, given.said, given.language)
     how = [
         None
         if states_speakers_feeling(c.text, given.fact, given.language)
