@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from deltamem.llm.base import LLM
-from deltamem.manager.dates import annotate
+from deltamem.manager.dates import dated, relative_dates
 from deltamem.porter import stem
 from deltamem.rules import DEFAULT, RuleSettings
 from deltamem.rules.language import ENGLISH, language_name, language_of
@@ -54,22 +54,38 @@ ORDERS: tuple[Order, ...] = ("date", "newest", "relevance")
 ORDER_NOTE = {"date": "oldest first", "newest": "newest first", "relevance": "most relevant first"}
 
 
+def in_dates(text: str, at: datetime) -> str:
+    """`text` with each relative time expression written as its date, relative to `at`."""
+    return dated(text, relative_dates(text, at))
+
+
+def _clipped(hit: SearchHit) -> str:
+    return clip(in_dates(hit.memory.content, hit.memory.timestamp), EXCERPT_CHARS)
+
+
+def said_on(when: datetime) -> str:
+    """The date an item was said, in words and after the item ("(said 8 May 2023)")."""
+    return f"(said {when.day} {when:%B %Y})"
+
+
 def memory_lines(hits: list[SearchHit], order: Order = "date") -> tuple[list[str], list[str]]:
-    """Facts ("date | fact") and conversation excerpts ("date | speaker: words"),
-    each tier oldest first ("date": "the most recent" is where the model looks
+    """Facts ("fact (said date)") and conversation excerpts ("speaker: words (said
+    date)"), each tier oldest first ("date": "the most recent" is where the model looks
     last), newest first ("newest": where a small model looks first), or as search
     ranked them ("relevance": the best match first). An excerpt's relative time
-    expressions carry their dates, as the extractor reads a turn ("last week [week
-    of 12 June 2029]"): the 1.5B answerer copied "last week" into its answer."""
+    expressions are written as their dates ("yesterday" -> "on 7 May 2023"), as the
+    extractor writes a fact, and the date an item was said comes after it: the 1.5B
+    answered "When did Caroline go to the support group?" with the date that led the
+    line ("2023-05-08 | Caroline: ... yesterday [7 May 2023]"), and copied "last week"
+    when it was left as words (docs/journal/benchmarks.md)."""
     ordered = list(hits)
     if order in ("date", "newest"):
         ordered.sort(key=lambda h: h.memory.timestamp, reverse=order == "newest")
     facts = [
-        f"{h.memory.timestamp:%Y-%m-%d} | {h.memory.content}" for h in ordered if h.kind == "fact"
+        f"{h.memory.content} {said_on(h.memory.timestamp)}" for h in ordered if h.kind == "fact"
     ]
     excerpts = [
-        f"{h.memory.timestamp:%Y-%m-%d} | {h.speaker or 'user'}: "
-        f"{clip(annotate(h.memory.content, h.memory.timestamp), EXCERPT_CHARS)}"
+        f"{h.speaker or 'user'}: {_clipped(h)} {said_on(h.memory.timestamp)}"
         for h in ordered
         if h.kind == "episode"
     ]
