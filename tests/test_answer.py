@@ -250,8 +250,9 @@ def test_a_name_of_the_person_no_item_gives_is_not_asked_of_the_model() -> None:
     assert got.text == "Martin's middle name is Mark." and len(llm.requests) == 1
 
 
-def test_an_excerpts_relative_dates_carry_their_dates() -> None:
-    # AT is 11 March 2031: the 1.5B answerer copied "yesterday" into its answer
+def test_an_excerpts_relative_dates_are_written_as_dates_said_after() -> None:
+    # AT is 11 March 2031: the 1.5B answerer copied "yesterday" into its answer, and
+    # answered "when" with the date that led the line
     facts, excerpts = memory_lines(
         [
             hit("I got engaged yesterday, and we marry next month.", kind="episode"),
@@ -259,7 +260,6 @@ def test_an_excerpts_relative_dates_carry_their_dates() -> None:
         ]
     )
     assert excerpts == [
-        "2031-03-11 | user: I got engaged yesterday [10 March 2031], "
-        "and we marry next month [April 2031]."
+        "user: I got engaged on 10 March 2031, and we marry in April 2031. (said 11 March 2031)"
     ]
-    assert facts == ["2031-03-11 | Sarah Garcia got engaged on 10 March 2031."]
+    assert facts == ["Sarah Garcia got engaged on 10 March 2031. (said 11 March 2031)"]

@@ -170,8 +170,8 @@ def test_answer_shows_facts_and_excerpts_apart(
     mem.answer("Where does Alice live?", user_id="alice")
     prompt = llm.requests[-1]["messages"][1]["content"]
     facts, excerpts = prompt.split("Conversation excerpts")
-    assert "2029-02-13 | Alice lives in Porto." in facts
-    assert "2029-02-13 | user: I moved to Porto. I teach the cello there." in excerpts
+    assert "Alice lives in Porto. (said 13 February 2029)" in facts
+    assert "user: I moved to Porto. I teach the cello there. (said 13 February 2029)" in excerpts
 
 
 def test_the_answerer_lists_hits_by_date_or_as_ranked() -> None:
@@ -187,7 +187,7 @@ def test_the_answerer_lists_hits_by_date_or_as_ranked() -> None:
 
     ranked = [hit("Ana works at Fernhill Labs.", 9), hit("Ana works at Northwind Bank.", 0)]
     by_date = Answerer(ScriptedLLM()).prompt("Where does Ana work?", ranked)[1]["content"]
-    assert "(date | fact), oldest first:" in by_date
+    assert "(fact (date said)), oldest first:" in by_date
     assert by_date.index("Northwind") < by_date.index("Fernhill")
     by_rank = Answerer(ScriptedLLM(), order="relevance").prompt("Where does Ana work?", ranked)
     text = by_rank[1]["content"]
