@@ -114,10 +114,11 @@ def test_a_turn_is_saved_after_the_model_and_recalled_before_it_in_a_new_thread(
     out = graph.invoke({"messages": [HumanMessage("Where do I live?")]}, config("martin", "t2"))
     shown = model.seen[1]
     assert isinstance(shown[0], SystemMessage) and shown[1:] == out["messages"][:1]
-    assert f"Facts:\n- {session.timestamp:%Y-%m-%d} | {OSLO}" in shown[0].content
-    # a dated excerpt, its "last month" resolved against the day it was said
+    said = f"(said {session.timestamp.day} {session.timestamp:%B %Y})"
+    assert f"Facts:\n- {OSLO} {said}" in shown[0].content
+    # a dated excerpt, its "last month" written as the month meant on the day it was said
     month = (session.timestamp.replace(day=1) - timedelta(days=1)).strftime("%B %Y")
-    assert f"user: I moved to Oslo last month [{month}]." in shown[0].content
+    assert f"user: I moved to Oslo in {month}. {said}" in shown[0].content
     # ... for the model only: the thread's history has no system message
     assert [type(m) for m in out["messages"]] == [HumanMessage, AIMessage]
 
