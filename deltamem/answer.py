@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from deltamem.llm.base import LLM
-from deltamem.manager.dates import dated, relative_dates
+from deltamem.manager.dates import dated, day_in_words
 from deltamem.porter import stem
 from deltamem.rules import DEFAULT, RuleSettings
 from deltamem.rules.language import ENGLISH, language_name, language_of
@@ -54,18 +54,9 @@ ORDERS: tuple[Order, ...] = ("date", "newest", "relevance")
 ORDER_NOTE = {"date": "oldest first", "newest": "newest first", "relevance": "most relevant first"}
 
 
-def in_dates(text: str, at: datetime) -> str:
-    """`text` with each relative time expression written as its date, relative to `at`."""
-    return dated(text, relative_dates(text, at))
-
-
-def _clipped(hit: SearchHit) -> str:
-    return clip(in_dates(hit.memory.content, hit.memory.timestamp), EXCERPT_CHARS)
-
-
 def said_on(when: datetime) -> str:
     """The date an item was said, in words and after the item ("(said 8 May 2023)")."""
-    return f"(said {when.day} {when:%B %Y})"
+    return f"(said {day_in_words(when)})"
 
 
 def memory_lines(hits: list[SearchHit], order: Order = "date") -> tuple[list[str], list[str]]:
@@ -85,7 +76,8 @@ def memory_lines(hits: list[SearchHit], order: Order = "date") -> tuple[list[str
         f"{h.memory.content} {said_on(h.memory.timestamp)}" for h in ordered if h.kind == "fact"
     ]
     excerpts = [
-        f"{h.speaker or 'user'}: {_clipped(h)} {said_on(h.memory.timestamp)}"
+        f"{h.speaker or 'user'}: {clip(dated(h.memory.content, h.memory.timestamp), EXCERPT_CHARS)}"
+        f" {said_on(h.memory.timestamp)}"
         for h in ordered
         if h.kind == "episode"
     ]

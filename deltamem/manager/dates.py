@@ -25,6 +25,11 @@ _UNIT = re.compile(
 )
 
 
+def day_in_words(when: date) -> str:
+    """'7 May 2023'."""
+    return f"{when.day} {when:%B %Y}"
+
+
 def _format(phrase: str, when: datetime) -> str:
     p = phrase.lower()
     if "year" in p:
@@ -32,8 +37,8 @@ def _format(phrase: str, when: datetime) -> str:
     if "month" in p:
         return f"{when:%B %Y}"
     if "week" in p and "weekend" not in p:
-        return f"week of {when.day} {when:%B %Y}"
-    return f"{when.day} {when:%B %Y}"
+        return f"week of {day_in_words(when)}"
+    return day_in_words(when)
 
 
 # dateparser's search misses an expression beside another one ("moved last week, and
@@ -71,7 +76,7 @@ def _weekend(m: re.Match[str], at: date) -> str:
         saturday = coming + timedelta(weeks=1)
     else:
         saturday = coming
-    return f"weekend of {saturday.day} {saturday:%B %Y}"
+    return f"weekend of {day_in_words(saturday)}"
 
 
 def _season(m: re.Match[str], at: date) -> str:
@@ -149,11 +154,14 @@ def annotate(text: str, at: datetime | Sequence[tuple[str, str]]) -> str:
 _OWN_PREPOSITION = re.compile(r"\b(?:since|until|till|from|by|before|after|to)\s+$", re.I)
 
 
-def dated(fact: str, found: Sequence[tuple[str, str]]) -> str:
+def dated(fact: str, at: datetime | Sequence[tuple[str, str]]) -> str:
     """The fact with each relative expression of its source turn that it repeats
     ("moved last week") written as the date found for it ("moved in the week of
     11 June 2029"): the model often copies the words and leaves the date out, and
-    a fact is read months after "last week" meant anything."""
+    a fact is read months after "last week" meant anything. `at`: what
+    `relative_dates` found in the turn, or the time to find the fact's own relative
+    to (a raw turn read as it is)."""
+    found = relative_dates(fact, at) if isinstance(at, datetime) else at
     for phrase, when in found:
         m = re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)(?:\s*\[[^\]]*\])?", fact, re.I)
         if m is None:
