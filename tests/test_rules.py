@@ -131,14 +131,19 @@ def test_the_rules_decide_the_labelled_cases() -> None:
     # r085 and r220, "Glad you enjoyed it", "Thanks for your support", since a feeling
     # of the speaker's opening the clause is theirs where the fact states it; r154 and
     # r170 since a fact that gives "your X" to the listener by name, or reports the
-    # speaker's asking, is the speaker's)
+    # speaker's asking, is the speaker's), and held-out conv-44's sample as labelled
+    # blind before any change (r071, r149: a "taekwondo practitioner", a "pet lover"
+    # are kept since a label that only relates the person to a thing said is the
+    # turn's; r267 since "your dog" in a statement is not "her dog"; r287, "my dog"
+    # of a dog hoped for, is the relation's miss)
     assert sorted(w["id"] for w in scored.wrong) == [
-        "r009", "r071", "r079", "r096",
-        "r107", "r114", "r115", "r119", "r120", "r124", "r149",
+        "r009", "r079", "r096",
+        "r107", "r114", "r115", "r119", "r120", "r124",
         "r159", "r160", "r177",
         "r183", "r184", "r185", "r191", "r193", "r196",
         "r205", "r206", "r207", "r208", "r209", "r210", "r211", "r213",
         "r235",
+        "r262", "r263", "r264", "r279", "r285", "r287", "r293", "r294", "r301", "r308",
     ]  # fmt: skip
     assert scored.cases >= 200
 
@@ -259,4 +264,88 @@ def test_a_feeling_of_the_speakers_opening_a_clause_is_theirs(
     ],
 )
 def test_the_speakers_own_thing_in_anothers_clause(fact: str, said: str, kept: bool) -> None:
+    assert check(fact, fact.split()[0], said, None).kept is kept
+
+
+@pytest.mark.parametrize(
+    ("fact", "said", "kept"),
+    [
+        # a fact of liking or interest from a wish states the feeling, not the plan done
+        (
+            "Audrey is interested in hiking with her dogs",
+            "That makes me want to hike with my dogs.",
+            True,
+        ),
+        ("Audrey likes dogs", "I would love to take the dogs there sometime soon.", True),
+        # ... unless its word was the clause's, said of others or in a request
+        (
+            "Martin is interested in nutrition",
+            "I'll discuss it with friends who are interested in nutrition.",
+            False,
+        ),
+        ("Sarah likes movies", "I'd like to share my Movie Preference with you.", False),
+        # the month in a date note is not "may"
+        (
+            "Audrey took a road trip to a national park",
+            "Last Friday [5 May 2023] we took a road trip to a national park.",
+            True,
+        ),
+        ("Jon lives in Berlin", "I'd love to live in Berlin someday.", False),
+    ],
+)
+def test_a_wish_is_a_feeling_but_not_a_deed(fact: str, said: str, kept: bool) -> None:
+    assert check(fact, fact.split()[0], said, None).kept is kept
+
+
+@pytest.mark.parametrize(
+    ("fact", "said", "kept"),
+    [
+        # a relative clause is said of the noun before it
+        (
+            "Tim is a fan of Harry Potter",
+            "Last week I talked to my friend who is a fan of Harry Potter.",
+            False,
+        ),
+        ("Tim talked to his friend", "Last week I talked to my friend who is a fan of it.", True),
+        # a name opening a sentence is not an order ("fox" is also a verb)
+        (
+            "Andrew enjoys hiking on weekends",
+            "Fox Hollow is a great trail to hike on weekends; the views are awesome!",
+            True,
+        ),
+        # the listener's thing in a statement is not the person's ...
+        (
+            "Audrey is training her future dog",
+            "I'll send you tips on training your future dog!",
+            False,
+        ),
+        # ... but asked back, it is shared
+        (
+            "John enjoys playing games with his family",
+            "We love playing games. What do you enjoy doing with your family?",
+            True,
+        ),
+    ],
+)
+def test_whose_clause_and_whose_thing(fact: str, said: str, kept: bool) -> None:
+    assert check(fact, fact.split()[0], said, None).kept is kept
+
+
+@pytest.mark.parametrize(
+    ("fact", "said", "kept"),
+    [
+        # a label that only relates the person to a thing the turn said is the turn's
+        ("Nate is a pet lover", "Pets bring tons of joy. Relaxing with them is great.", True),
+        ("John is a taekwondo practitioner", "I'm off to do some taekwondo!", True),
+        (
+            "Gina is a clothing store owner",
+            "I launched an ad campaign for my clothing store.",
+            True,
+        ),
+        # an enthusiast is the model's summary of any liking; a label of unsaid things too
+        ("Sarah is a heavy metal enthusiast", "The heavy metal concert was overwhelming.", False),
+        ("Gina is a fashion designer", "My online clothes store is open!", False),
+    ],
+)
+def test_a_label_of_a_thing_said(fact: str, said: str, kept: bool) -> None:
     assert check(fact, fact.split()[0], said, None).kept is kept

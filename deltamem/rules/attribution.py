@@ -31,6 +31,18 @@ _CLAUSES = re.compile(
     r"|\s+(?:and|but|because|so|while|whereas|although|though|since|when|which|who)\s+",
     re.IGNORECASE,
 )
+_RELATIVE = re.compile(r"\s+who\s+$", re.IGNORECASE)
+
+
+def _split_clauses(sentence: str) -> list[tuple[str, str]]:
+    """A sentence's clauses, each with the words that joined it to the one before."""
+    parts = re.split(f"({_CLAUSES.pattern})", sentence, flags=re.IGNORECASE)
+    out = [("", parts[0])]
+    for i in range(1, len(parts) - 1, 2):
+        out.append((parts[i], parts[i + 1]))
+    return out
+
+
 _SELF = frozenset("i i'm i've i'd i'll me myself we we're we've we'd we'll us ourselves".split())
 # the person as a clause's subject (an object "me" may be anyone's doing)
 _SELF_SUBJECT = frozenset("i i'm i've i'd i'll we we're we've we'd we'll".split())
@@ -73,13 +85,23 @@ _WISH = (
     r"wants?|wanted|wanna|plans?|planning|planned|hopes?|hoping|hoped|would|'d like|'d love|"
     r"’d like|’d love|"
     r"going to|gonna|will|'ll|intends?|intending|aims?|aiming|thinking (?:about|of)|"
-    r"consider(?:s|ing)?|might|may|could|should|wish(?:es)?|dreams? of|try(?:ing)? to|"
+    r"consider(?:s|ing)?|might|(?<!\d\s)may(?!\s+\d)|could|should|wish(?:es)?|dreams? of|"
+    r"try(?:ing)? to|"
     r"next|soon|future|someday|one day|looking to|seek(?:s|ing)? to|aspir\w*"
 )
 _INTENT = re.compile(rf"\b(?:{_WISH})\b", re.IGNORECASE)
 # ... and words of keenness, which keep a plan in the fact but in what was said are
 # a feeling now: "I'm excited to explore more horror films" says he enjoys them
 _KEEN = re.compile(rf"\b(?:{_WISH}|looking forward|can't wait|eager|excited to)\b", re.IGNORECASE)
+# a fact of liking or interest states a feeling, not the plan done ("That makes me want
+# to hike with my dogs" -> "Audrey is interested in hiking with her dogs"), unless it
+# copies its word from the clause it was made from, where it was another's or a request
+# ("friends who are interested in nutrition", "I'd like to share my Movie Preference")
+_LIKING = re.compile(
+    r"\b(?:interest(?:ed|s)?|lik(?:e|es|ing)|lov(?:e|es|ing)|enjoy(?:s|ing)?|keen|fond|fan|"
+    r"hooked|passionate|curious)\b",
+    re.IGNORECASE,
+)
 # "I'll continue experimenting", "I hope to keep refining": it goes on already
 _ONGOING = re.compile(r"\s+(?:\w+\s+)?(?:to\s+)?(?:continue|keep)\b", re.IGNORECASE)
 _HAVING = re.compile(
@@ -254,7 +276,22 @@ def others_thing(fact: str, subject: str, said: str) -> str | None:
         owners = {o for o, t, _ in owned if t == thing}
         if owner in _SWAPPED and _SWAPPED[owner] in owners and not owners & {"my", "our", owner}:
             return f"someone else's {word}, not the person's"
+        # "her dog" in the fact, only "your dog" in the message: the listener's (a
+        # question asked back, "What do you enjoy doing with your family?", shares it)
+        if owner in _SWAPPED and owners == {"your"} and thing in _told_things(said):
+            return f"the listener's {word}, not the person's"
     return None
+
+
+def _told_things(said: str) -> set[str]:
+    """The stems of the listener's things ("your dog") in the message's statements."""
+    return {
+        t
+        for sentence in sentences(said)
+        if not sentence.rstrip().endswith("?")
+        for o, t, _ in _owned_things(sentence)
+        if o == "your"
+    }
 
 
 def source_clauses(fact: str, said: str) -> list[tuple[str, str | None]]:
@@ -287,6 +324,9 @@ def plan_as_done(fact: str, subject: str, said: str) -> str | None:
         return None
     leading = _leading(rest)
     sources = source_clauses(rest, said)
+    liking = {stem(_norm(w)) for w in _LIKING.findall(rest)}
+    if liking and not any(liking & {stem(_norm(w)) for w in words(c)} for c, _ in sources):
+        return None
     if sources and all(_wished(c, leading) for c, _ in sources):
         return "a wish or plan written as done"
     return None
@@ -393,11 +433,18 @@ def subjects(said: str) -> list[tuple[str, str | None]]:
     out: list[tuple[str, str | None]] = []
     for sentence in _SENTENCES.split(said):
         opened = len(out)
-        for clause in _CLAUSES.split(sentence):
+        for joined, clause in _split_clauses(sentence):
             if not clause or not clause.strip():
                 continue
             who = clause_subject(clause)
-            if who is None and len(out) > opened:
+            if who is None and _RELATIVE.match(joined) and len(out) > opened:
+                # "my friend who is a fan of Harry Potter": the relative clause is said of
+                # the noun before it, not of the sentence's subject ("someone like me
+                # who ..." is the speaker's)
+                before = _tokens(out[-1][0])
+                who = "self" if before and before[-1] in _SELF else "other"
+                out.append((clause.strip(), who))
+            elif who is None and len(out) > opened:
                 out[-1] = (f"{out[-1][0]} {clause.strip()}", out[-1][1])
             else:
                 out.append((clause.strip(), who))

@@ -95,8 +95,10 @@ def _tokens(text: str) -> list[str]:
     return [w.lower().replace("’", "'") for w in words(text)]
 
 
-def _orders(tokens: list[str]) -> bool:
-    """Whether a clause opens with an order (English): a verb's bare form."""
+def _orders(said: list[str]) -> bool:
+    """Whether a clause (its words as said) opens with an order (English): a verb's
+    bare form."""
+    tokens = [w.lower().replace("’", "'") for w in said]
     i = 0
     while i < len(tokens) - 1 and tokens[i] in _BEFORE_ORDER:
         i += 1
@@ -104,6 +106,9 @@ def _orders(tokens: list[str]) -> bool:
     if word in _FEELING or word in ("let's", "lets", "thank", "thanks"):
         return False
     if i + 1 < len(tokens) and tokens[i + 1] in _NOUN_AFTER:
+        return False
+    # a name ("Fox Hollow is a great trail"), not the verb "fox"
+    if i + 1 < len(said) and said[i + 1][:1].isupper() and tokens[i + 1] != "i":
         return False
     # a bare verb, and nothing but a verb or a noun ("Cool!", "Up for it" are not orders)
     lemmas = getAllLemmas(word)
@@ -115,7 +120,7 @@ def listeners(clause: Clause, language: str) -> str | None:
     """How a clause is about the listener ("you", "asks", "order"), or None."""
     tokens = _tokens(clause.text)
     speaker = set(tokens) & _SPEAKER.get(language, frozenset())
-    order = language == "en" and clause.opens and _orders(tokens)
+    order = language == "en" and clause.opens and _orders(words(clause.text))
     if not tokens or (speaker and not (order and speaker <= _OBJECT_ONLY[language])):
         return None
     if set(tokens) & SECOND_PERSON.get(language, frozenset()):

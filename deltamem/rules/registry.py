@@ -23,7 +23,9 @@ _ALL: list[Rule] = [
         "fact",
         "rewrite",
         "a label the turn never used ('is a fashion designer' from 'my clothes store') is "
-        "dropped, the clause after it kept; a label alone is refused",
+        "dropped, the clause after it kept; a label alone is refused. A label that only "
+        "relates the person to a thing the turn said is kept ('pet lover', 'clothing store "
+        "owner', 'taekwondo practitioner'; not 'enthusiast')",
         EN,
         whose.label,
     ),
@@ -111,8 +113,8 @@ _ALL: list[Rule] = [
         "fact",
         "refuse",
         "its source clauses are about another (she, they, a named doer, 'my dad', 'my "
-        "boss'; 'mi hermana', 'mein Bruder', 'ma sœur') and the fact makes the person "
-        "the doer",
+        "boss', 'my friend who ...'; 'mi hermana', 'mein Bruder', 'ma sœur') and the fact "
+        "makes the person the doer",
         PRONOUNS,
         other_languages.attributed_to_other,
     ),
@@ -120,7 +122,8 @@ _ALL: list[Rule] = [
         "OTHERS_THING",
         "fact",
         "refuse",
-        "'her/his <thing>' where the message says the thing only as another's",
+        "'her/his <thing>' where the message says the thing only as another's, or only "
+        "as the listener's in a statement ('a pic of your dog' -> 'her dog')",
         EN,
         whose.others_thing_rule,
     ),
@@ -129,7 +132,8 @@ _ALL: list[Rule] = [
         "fact",
         "refuse",
         "a wish or plan ('I'd love to live in Berlin', 'me encantaría vivir en Lisboa') "
-        "written as done",
+        "written as done; a fact of liking or interest made from it ('is interested in "
+        "hiking') is kept, unless its word was the clause's, said of others",
         PRONOUNS,
         other_languages.plan_as_done,
     ),

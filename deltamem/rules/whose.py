@@ -28,6 +28,13 @@ _LABEL = re.compile(
 )
 # label words that call the person nothing in particular
 _PLAIN_LABEL = frozenset(stem(w) for w in "person individual someone".split())
+# a label's head that names only how the person stands to the thing before or after it
+# ("dog lover", "pet owner", "lover of nature", "taekwondo practitioner"): where the
+# turn said that thing, the label says no more than the turn ("enthusiast" is not
+# among them: the 1.5B model makes one of any liking, or of a concert she disliked)
+_RELATION_HEAD = frozenset(
+    stem(w) for w in "lover owner fan practitioner user player keeper".split()
+)
 
 
 def unsaid_label(fact: str, subject: str, heard: set[str]) -> tuple[str | None, str | None]:
@@ -43,7 +50,9 @@ def unsaid_label(fact: str, subject: str, heard: set[str]) -> tuple[str | None, 
     if m is None or m.group("subject").lower() != subject.lower():
         return fact, None
     free = heard | _PLAIN_LABEL | person_stems(subject) | FREE_STEMS
-    if all(forms(t) & free for t in terms(m.group("label"), limit=64)):
+    unheard = [t for t in terms(m.group("label"), limit=64) if not forms(t) & free]
+    things = [t for t in terms(m.group("label"), limit=64) if forms(t) & heard - _PLAIN_LABEL]
+    if not unheard or (things and all(forms(t) & _RELATION_HEAD for t in unheard)):
         return fact, None
     clause = m.group("clause") or (m.group("verb") and m.group("verb") + m.group("rest"))
     if clause:
