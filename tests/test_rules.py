@@ -291,15 +291,6 @@ def test_the_speakers_own_thing_in_anothers_clause(fact: str, said: str, kept: b
             True,
         ),
         ("Jon lives in Berlin", "I'd love to live in Berlin someday.", False),
-    ],
-)
-def test_a_wish_is_a_feeling_but_not_a_deed(fact: str, said: str, kept: bool) -> None:
-    assert check(fact, fact.split()[0], said, None).kept is kept
-
-
-@pytest.mark.parametrize(
-    ("fact", "said", "kept"),
-    [
         # a relative clause is said of the noun before it
         (
             "Tim is a fan of Harry Potter",
@@ -325,15 +316,6 @@ def test_a_wish_is_a_feeling_but_not_a_deed(fact: str, said: str, kept: bool) ->
             "We love playing games. What do you enjoy doing with your family?",
             True,
         ),
-    ],
-)
-def test_whose_clause_and_whose_thing(fact: str, said: str, kept: bool) -> None:
-    assert check(fact, fact.split()[0], said, None).kept is kept
-
-
-@pytest.mark.parametrize(
-    ("fact", "said", "kept"),
-    [
         # a label that only relates the person to a thing the turn said is the turn's
         ("Nate is a pet lover", "Pets bring tons of joy. Relaxing with them is great.", True),
         ("John is a taekwondo practitioner", "I'm off to do some taekwondo!", True),
@@ -347,5 +329,7 @@ def test_whose_clause_and_whose_thing(fact: str, said: str, kept: bool) -> None:
         ("Gina is a fashion designer", "My online clothes store is open!", False),
     ],
 )
-def test_a_label_of_a_thing_said(fact: str, said: str, kept: bool) -> None:
+def test_the_readings_held_out_conv44_showed(fact: str, said: str, kept: bool) -> None:
+    """Each general reading the blind sample of conv-44 showed (docs/rules.md), with
+    the case it must still refuse beside it."""
     assert check(fact, fact.split()[0], said, None).kept is kept
