@@ -38,21 +38,24 @@ _RELATION_HEAD = frozenset(
 
 
 def unsaid_label(fact: str, subject: str, heard: set[str]) -> tuple[str | None, str | None]:
-    """A fact that calls the person something ("is a cat lover", "is a fashion
-    designer") with a word neither they nor the assistant used in the turn is the
+    """A fact that calls the person something ("is a fashion designer", "is a music
+    enthusiast") with a word neither they nor the assistant used in the turn is the
     model's summary, and often wrong: the 1.5B model turns "my online clothes store"
     into "a fashion designer" and a liking into "an enthusiast". Such a label is
-    dropped: the clause about the person that follows it stays ("is a cat lover who
-    enjoys learning about breeds" -> "enjoys learning about breeds"); a label alone
-    is refused. `heard`: stems of the turn and the assistant's message before it.
-    Returns (fact, None) to keep, possibly rewritten, or (None, why) to refuse."""
+    dropped: the clause about the person that follows it stays ("is a music enthusiast
+    who enjoys jazz" -> "enjoys jazz"); a label alone is refused. A label whose only
+    unsaid word is a head that relates the person to a thing said ("pet lover" where
+    the turn spoke of pets) says no more than the turn and is kept. `heard`: stems of
+    the turn and the assistant's message before it. Returns (fact, None) to keep,
+    possibly rewritten, or (None, why) to refuse."""
     m = _LABEL.match(fact)
     if m is None or m.group("subject").lower() != subject.lower():
         return fact, None
     free = heard | _PLAIN_LABEL | person_stems(subject) | FREE_STEMS
-    unheard = [t for t in terms(m.group("label"), limit=64) if not forms(t) & free]
-    things = [t for t in terms(m.group("label"), limit=64) if forms(t) & heard - _PLAIN_LABEL]
-    if not unheard or (things and all(forms(t) & _RELATION_HEAD for t in unheard)):
+    label = terms(m.group("label"), limit=64)
+    unheard = [t for t in label if not forms(t) & free]
+    said = [t for t in label if forms(t) & (heard - _PLAIN_LABEL)]
+    if not unheard or (said and all(forms(t) & _RELATION_HEAD for t in unheard)):
         return fact, None
     clause = m.group("clause") or (m.group("verb") and m.group("verb") + m.group("rest"))
     if clause:
