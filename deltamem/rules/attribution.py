@@ -31,16 +31,14 @@ _CLAUSES = re.compile(
     r"|\s+(?:and|but|because|so|while|whereas|although|though|since|when|which|who)\s+",
     re.IGNORECASE,
 )
+_JOINED = re.compile(f"({_CLAUSES.pattern})", re.IGNORECASE)  # the same cuts, kept
 _RELATIVE = re.compile(r"\s+who\s+$", re.IGNORECASE)
 
 
 def _split_clauses(sentence: str) -> list[tuple[str, str]]:
     """A sentence's clauses, each with the words that joined it to the one before."""
-    parts = re.split(f"({_CLAUSES.pattern})", sentence, flags=re.IGNORECASE)
-    out = [("", parts[0])]
-    for i in range(1, len(parts) - 1, 2):
-        out.append((parts[i], parts[i + 1]))
-    return out
+    parts = _JOINED.split(sentence)
+    return [("", parts[0]), *zip(parts[1::2], parts[2::2], strict=True)]
 
 
 _SELF = frozenset("i i'm i've i'd i'll me myself we we're we've we'd we'll us ourselves".split())

@@ -95,10 +95,9 @@ def _tokens(text: str) -> list[str]:
     return [w.lower().replace("’", "'") for w in words(text)]
 
 
-def _orders(said: list[str]) -> bool:
-    """Whether a clause (its words as said) opens with an order (English): a verb's
-    bare form."""
-    tokens = [w.lower().replace("’", "'") for w in said]
+def _orders(text: str) -> bool:
+    """Whether a clause opens with an order (English): a verb's bare form."""
+    said, tokens = words(text), _tokens(text)
     i = 0
     while i < len(tokens) - 1 and tokens[i] in _BEFORE_ORDER:
         i += 1
@@ -120,7 +119,7 @@ def listeners(clause: Clause, language: str) -> str | None:
     """How a clause is about the listener ("you", "asks", "order"), or None."""
     tokens = _tokens(clause.text)
     speaker = set(tokens) & _SPEAKER.get(language, frozenset())
-    order = language == "en" and clause.opens and _orders(words(clause.text))
+    order = language == "en" and clause.opens and _orders(clause.text)
     if not tokens or (speaker and not (order and speaker <= _OBJECT_ONLY[language])):
         return None
     if set(tokens) & SECOND_PERSON.get(language, frozenset()):
