@@ -135,7 +135,11 @@ def test_the_rules_decide_the_labelled_cases() -> None:
     # blind before any change (r071, r149: a "taekwondo practitioner", a "pet lover"
     # are kept since a label that only relates the person to a thing said is the
     # turn's; r267 since "your dog" in a statement is not "her dog"; r287, "my dog"
-    # of a dog hoped for, is the relation's miss)
+    # of a dog hoped for, is the relation's miss), and held-out conv-30's and conv-26's
+    # (r372 and r429, "I'm not gonna give up", "I'll never forget", are kept since a
+    # plan denied plans nothing; r379 since "let's" is the speaker with the listener;
+    # r398 since "my family- they motivate me" is two clauses; r414 since "edu" is
+    # "education" clipped; r392 since "is having" keeps the clause's "I'm having")
     assert sorted(w["id"] for w in scored.wrong) == [
         "r009", "r079", "r096",
         "r107", "r114", "r115", "r119", "r120", "r124",
@@ -144,6 +148,9 @@ def test_the_rules_decide_the_labelled_cases() -> None:
         "r205", "r206", "r207", "r208", "r209", "r210", "r211", "r213",
         "r235",
         "r262", "r263", "r264", "r279", "r285", "r287", "r293", "r294", "r301", "r308",
+        "r325", "r327", "r333", "r335", "r338", "r341", "r345", "r354", "r366", "r374",
+        "r386",
+        "r402", "r405", "r406", "r424", "r427",
     ]  # fmt: skip
     assert scored.cases >= 200
 
@@ -332,4 +339,50 @@ def test_the_speakers_own_thing_in_anothers_clause(fact: str, said: str, kept: b
 def test_the_readings_held_out_conv44_showed(fact: str, said: str, kept: bool) -> None:
     """Each general reading the blind sample of conv-44 showed (docs/rules.md), with
     the case it must still refuse beside it."""
+    assert check(fact, fact.split()[0], said, None).kept is kept
+
+
+@pytest.mark.parametrize(
+    ("fact", "said", "kept"),
+    [
+        # a plan denied plans nothing: what the clause says after it is the person's ...
+        (
+            "Jon has a dance studio",
+            "I'm not gonna give up on my dreams - my dance studio and biz need hard work.",
+            True,
+        ),
+        ("Tom dances every day", "I don't want to stop dancing every day.", True),
+        (
+            "Mel is a mother of a child who took her first steps",
+            "I'll never forget the day my child took her first steps.",
+            True,
+        ),
+        # the fact keeps the clause's own present progressive: an arrangement as said ...
+        ("Cara is having an art show", "Next month I'm having an art show - can't wait!", True),
+        # ... not a wish, a thought or a denial written as one
+        ("Cara is having an art show", "Next month I want to have an art show.", False),
+        ("Cara is moving to Berlin", "I'm thinking of moving to Berlin next year.", False),
+        # a dash with a space after it cuts the clause, as one with spaces both sides does
+        (
+            "Mel is motivated by her family",
+            "I want to be brave for my family- they motivate me.",
+            True,
+        ),
+        ("Mel is motivated by her family", "I want to be motivated by my family.", False),
+        # ... while a plan not denied is still a plan
+        ("Jon has a dance studio", "I'm gonna open a dance studio next year.", False),
+        ("Jon owns a car", "I'm not sure, but I'll buy a car soon.", False),
+        # "let's" is the speaker with the listener, not a thing of someone's ...
+        ("Jon is going to a dance class", "Great idea! Let's go to a dance class!", True),
+        # ... while another's doing is still another's
+        ("Jon is going to a dance class", "Great idea! My sister goes to a dance class.", False),
+        # a word of the chat clipped ("edu", "comps", "info") is the word in full ...
+        ("Caro is interested in continuing her education", "Gonna continue my edu!", True),
+        # ... but a name is no clipping ("Tim" is not "time"), nor a word the lexicon knows
+        ("Ana is spending time on analysis", "Tim and Ana are spending the day out.", False),
+        ("Ana is a restaurant owner", "I need some rest after work.", False),
+    ],
+)
+def test_the_readings_held_out_conv30_and_conv26_showed(fact: str, said: str, kept: bool) -> None:
+    """Each general reading the blind samples of conv-30 and conv-26 showed (docs/rules.md)."""
     assert check(fact, fact.split()[0], said, None).kept is kept

@@ -26,8 +26,9 @@ from deltamem.text import STOPWORDS, negated, sentences, stems_of, terms, words
 # a message cut into sentences, and those into clauses: at commas, dashes and the
 # words that join clauses
 _SENTENCES = re.compile(r"[.;:!?()\"“”]+")
+# a dash with a space after it cuts, whatever is before it ("my family- they help")
 _CLAUSES = re.compile(
-    r",\s*|\s+[-–—]\s+"
+    r",\s*|\s*[-–—]\s+|\s+[–—]\s*"
     r"|\s+(?:and|but|because|so|while|whereas|although|though|since|when|which|who)\s+",
     re.IGNORECASE,
 )
@@ -41,9 +42,12 @@ def _split_clauses(sentence: str) -> list[tuple[str, str]]:
     return [("", parts[0]), *zip(parts[1::2], parts[2::2], strict=True)]
 
 
-_SELF = frozenset("i i'm i've i'd i'll me myself we we're we've we'd we'll us ourselves".split())
+# "let's" is "let us": the speaker with others, not a thing of someone's ("Oracle's")
+_SELF = frozenset(
+    "i i'm i've i'd i'll me myself we we're we've we'd we'll us ourselves let's".split()
+)
 # the person as a clause's subject (an object "me" may be anyone's doing)
-_SELF_SUBJECT = frozenset("i i'm i've i'd i'll we we're we've we'd we'll".split())
+_SELF_SUBJECT = frozenset("i i'm i've i'd i'll we we're we've we'd we'll let's".split())
 _IT = frozenset("it it'll".split())
 _OTHER = frozenset(
     "she he they it you she's he's they're you're she'd he'd they'd you've they've "
@@ -325,9 +329,27 @@ def plan_as_done(fact: str, subject: str, said: str) -> str | None:
     liking = {stem(_norm(w)) for w in _LIKING.findall(rest)}
     if liking and not any(liking & {stem(_norm(w)) for w in words(c)} for c, _ in sources):
         return None
-    if sources and all(_wished(c, leading) for c, _ in sources):
+    if sources and all(_wished(c, leading) and not _same_arrangement(rest, c) for c, _ in sources):
         return "a wish or plan written as done"
     return None
+
+
+# "is having ...": a fact in the present progressive
+_PROGRESSIVE = re.compile(r"^\s+(?:is|are)\s+(?:also\s+|now\s+)?(\w+ing)\b", re.IGNORECASE)
+
+
+def _same_arrangement(rest: str, clause: str) -> bool:
+    """Whether the fact keeps the clause's own present progressive ("Next month I'm
+    having an art show" -> "is having an art show"): an arrangement as said, not a
+    wish written as done ("I want to have" -> "is having" is one)."""
+    m = _PROGRESSIVE.match(rest)
+    if m is None:
+        return False
+    said = (
+        rf"(?:i['’]m|i am|we['’]re|we are)\s+(?:(?:also|still|now|finally|actually)\s+)?"
+        rf"{re.escape(m.group(1))}\b"
+    )
+    return re.search(said, clause, re.IGNORECASE) is not None
 
 
 # a dislike the fact gives the person ("dislikes reading", "doesn't like sodas")
@@ -403,11 +425,24 @@ def spouse_not_named(fact: str, said: str) -> str | None:
     return f"a spouse or partner the person did not name ({name})"
 
 
+# a wish or plan denied ("I'm not gonna give up", "I don't want to stop", "I'll never
+# forget the day ...") plans nothing
+_NEGATED = re.compile(r"\b(?:not|never|\w+n['’]t)\s+(?:\w+\s+)?$", re.IGNORECASE)
+_DENIED = re.compile(r"\s+(?:not|never)\b", re.IGNORECASE)
+
+
 def _wished(clause: str, leading: set[str]) -> bool:
-    """Whether a word of wish or plan comes before the fact's first words in the
-    clause ("I'll measure success": yes; "the increase to $18,000 will help": the
-    income comes first, and is not what is planned)."""
-    m = _INTENT.search(clause)
+    """Whether a word of wish or plan, not denied, comes before the fact's first words
+    in the clause ("I'll measure success": yes; "the increase to $18,000 will help":
+    the income comes first, and is not what is planned)."""
+    m = next(
+        (
+            m
+            for m in _INTENT.finditer(clause)
+            if not _NEGATED.search(clause, 0, m.start()) and not _DENIED.match(clause, m.end())
+        ),
+        None,
+    )
     if m is None or _ONGOING.match(clause, m.end()):
         return False
     first = next(

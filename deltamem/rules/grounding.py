@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from lemminflect import getAllLemmas  # type: ignore[import-untyped]
+
 from deltamem.porter import stem
 from deltamem.rules.base import Outcome
 from deltamem.rules.pipeline import FactInput
@@ -80,16 +82,44 @@ def function_words(language: str) -> frozenset[str]:
     return frozenset(stem(w.lower()) for w in get_stop_words(language))
 
 
-def share_heard(fact: str, names: set[str], heard: set[str], language: str = "en") -> float | None:
+def clippings(text: str, language: str = "en") -> frozenset[str]:
+    """The chat's clipped words in `text` ("edu", "comps", "info"), each standing for
+    a longer word ("education", "competitions", "information"): English words in
+    lower case (a capital is a name: "Tim" is no "time"), of three letters or more,
+    that the lexicon does not know; a plural's "s" dropped."""
+    if language != "en":
+        return frozenset()
+    out = set()
+    for w in words(text):
+        if len(w) < 3 or not w.isalpha() or not w.islower() or getAllLemmas(w):
+            continue
+        out.add(w[:-1] if w.endswith("s") and len(w) > 3 else w)
+    return frozenset(out)
+
+
+def clipped(word: str, clipped_words: frozenset[str]) -> bool:
+    """Whether `word` is one of `clipped_words` written in full ("education": "edu")."""
+    w = word.lower()
+    return any(len(w) >= len(c) + 2 and w.startswith(c) for c in clipped_words)
+
+
+def share_heard(
+    fact: str,
+    names: set[str],
+    heard: set[str],
+    language: str = "en",
+    clipped_words: frozenset[str] = frozenset(),
+) -> float | None:
     """The share of a fact's content words that occur in `heard` (stems, by their
-    `forms`); None for a fact with no content word."""
+    `forms`), or in full for one of `clipped_words`; None for a fact with no content
+    word."""
     found: dict[str, bool] = {}
     skip = function_words(language)
     for t in terms(fact, limit=64):
         s = stem(t)
         if s in names or s in FREE_STEMS or s in skip:
             continue
-        found[s] = found.get(s, False) or bool(forms(t) & heard)
+        found[s] = found.get(s, False) or bool(forms(t) & heard) or clipped(t, clipped_words)
     return sum(found.values()) / len(found) if found else None
 
 
@@ -160,7 +190,14 @@ def says_nothing(given: FactInput) -> Outcome | None:
 def not_grounded(given: FactInput) -> Outcome | None:
     from deltamem.rules.registry import RULES
 
-    share = share_heard(given.fact, person_stems(given.subject), given.heard, given.language)
+    heard = f"{given.said} {given.before or ''}"
+    share = share_heard(
+        given.fact,
+        person_stems(given.subject),
+        given.heard,
+        given.language,
+        clippings(heard, given.language),
+    )
     if share is not None and share < given.settings.threshold(RULES["NOT_GROUNDED"], "share"):
         return Outcome("NOT_GROUNDED", "not grounded in the conversation")
     return None
@@ -173,7 +210,13 @@ def assistants_words(given: FactInput) -> Outcome | None:
     from deltamem.rules.registry import RULES
 
     rule = RULES["ASSISTANTS_WORDS"]
-    share = share_heard(given.fact, person_stems(given.subject), given.own, given.language)
+    share = share_heard(
+        given.fact,
+        person_stems(given.subject),
+        given.own,
+        given.language,
+        clippings(given.said, given.language),
+    )
     name = "answering" if given.answered else "share"
     if share is not None and share < given.settings.threshold(rule, name):
         return Outcome("ASSISTANTS_WORDS", "the assistant's words, not the person's")

@@ -76,7 +76,7 @@ _ALL: list[Rule] = [
         "fact",
         "refuse",
         "under half of the fact's content words occur in the turn (the person's message and "
-        "the assistant's before it)",
+        "the assistant's before it; a clipped word, 'edu', 'comps', counts for the whole)",
         None,
         grounding.not_grounded,
         {"share": 0.5},
@@ -133,7 +133,8 @@ _ALL: list[Rule] = [
         "refuse",
         "a wish or plan ('I'd love to live in Berlin', 'me encantaría vivir en Lisboa') "
         "written as done; a fact of liking or interest made from it ('is interested in "
-        "hiking') is kept, unless its word was the clause's, said of others",
+        "hiking') is kept, unless its word was the clause's, said of others; a plan denied "
+        "('I'm not gonna give up', 'I'll never forget') plans nothing",
         PRONOUNS,
         other_languages.plan_as_done,
     ),

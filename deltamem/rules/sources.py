@@ -14,18 +14,25 @@ import re
 from dataclasses import dataclass
 
 from deltamem.porter import stem
-from deltamem.rules.grounding import FREE_STEMS, forms, function_words, person_stems
+from deltamem.rules.grounding import (
+    FREE_STEMS,
+    clipped,
+    clippings,
+    forms,
+    function_words,
+    person_stems,
+)
 from deltamem.text import terms
 
 _SENTENCE = re.compile(r"[^.;:!?()\[\]\"“”¿¡]+[.;:!?()\[\]\"“”¿¡]*")
 _JOINS = {
     "en": re.compile(
-        r",\s*|\s+[-–—]\s+|\s+(?:and|but|because|so|while|whereas|although|though|since|"
+        r",\s*|\s*[-–—]\s+|\s+[–—]\s*|\s+(?:and|but|because|so|while|whereas|although|though|since|"
         r"when|which|who|if)\s+",
         re.IGNORECASE,
     ),
 }
-_PUNCTUATION = re.compile(r",\s*|\s+[-–—]\s+")
+_PUNCTUATION = re.compile(r",\s*|\s*[-–—]\s+|\s+[–—]\s*")  # "my family- they ..." too
 
 
 @dataclass(frozen=True)
@@ -60,13 +67,15 @@ def fact_words(fact: str, subject: str, language: str) -> list[set[str]]:
 def sources(fact: str, subject: str, said: str, language: str) -> list[Clause]:
     """The clauses holding the most of the fact's content words; none when no
     clause holds one."""
-    words = fact_words(fact, subject, language)
+    skip = person_stems(subject) | FREE_STEMS | function_words(language)
+    words = [(t, f) for t in terms(fact, limit=64) if not (f := forms(t)) & skip]
     if not words:
         return []
     held: list[tuple[int, Clause]] = []
     for clause in clauses(said, language):
         stems = {stem(t) for t in terms(clause.text, limit=64)}
-        n = sum(bool(f & stems) for f in words)
+        clipped_words = clippings(clause.text, language)  # "comps" holds "competitions"
+        n = sum(bool(f & stems) or clipped(t, clipped_words) for t, f in words)
         if n:
             held.append((n, clause))
     if not held:
