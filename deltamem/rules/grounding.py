@@ -12,7 +12,7 @@ from lemminflect import getAllLemmas  # type: ignore[import-untyped]
 from deltamem.porter import stem
 from deltamem.rules.base import Outcome
 from deltamem.rules.pipeline import FactInput
-from deltamem.text import terms, words
+from deltamem.text import STOPWORDS, terms, words
 from deltamem.types import MAX_MEMORY_CHARS
 
 # words a fact may add to what was said without inventing anything
@@ -82,16 +82,23 @@ def function_words(language: str) -> frozenset[str]:
     return frozenset(stem(w.lower()) for w in get_stop_words(language))
 
 
+_CLIPPED_MAX = 5  # letters: "edu", "comps", "convo", "rehab"
+
+
 def clippings(text: str, language: str = "en") -> frozenset[str]:
     """The chat's clipped words in `text` ("edu", "comps", "info"), each standing for
     a longer word ("education", "competitions", "information"): English words in
     lower case (a capital is a name: "Tim" is no "time"), of three letters or more,
-    that the lexicon does not know; a plural's "s" dropped."""
+    that the lexicon does not know; a plural's "s" dropped. The lexicon knows no
+    function words ("for" is no "forward"), and a clipping is short ("storytelling",
+    unknown to it, is no clipping)."""
     if language != "en":
         return frozenset()
     out = set()
     for w in words(text):
-        if len(w) < 3 or not w.isalpha() or not w.islower() or getAllLemmas(w):
+        if not 3 <= len(w) <= _CLIPPED_MAX or not w.isalpha() or not w.islower():
+            continue
+        if w in STOPWORDS or getAllLemmas(w):
             continue
         out.add(w[:-1] if w.endswith("s") and len(w) > 3 else w)
     return frozenset(out)
