@@ -57,24 +57,24 @@ def clauses(said: str, language: str) -> list[Clause]:
     return out
 
 
-def fact_words(fact: str, subject: str, language: str) -> list[set[str]]:
-    """The fact's content words (each as its `forms`), less the person's name and
+def fact_words(fact: str, subject: str, language: str) -> list[tuple[str, set[str]]]:
+    """The fact's content words, each with its `forms`, less the person's name and
     the words a fact may add freely."""
     skip = person_stems(subject) | FREE_STEMS | function_words(language)
-    return [f for f in (forms(t) for t in terms(fact, limit=64)) if not f & skip]
+    return [(t, f) for t in terms(fact, limit=64) if not (f := forms(t)) & skip]
 
 
 def sources(fact: str, subject: str, said: str, language: str) -> list[Clause]:
-    """The clauses holding the most of the fact's content words; none when no
-    clause holds one."""
-    skip = person_stems(subject) | FREE_STEMS | function_words(language)
-    words = [(t, f) for t in terms(fact, limit=64) if not (f := forms(t)) & skip]
+    """The clauses holding the most of the fact's content words (a clipped word,
+    "comps", holding the word it begins, "competitions"); none when no clause holds
+    one."""
+    words = fact_words(fact, subject, language)
     if not words:
         return []
     held: list[tuple[int, Clause]] = []
     for clause in clauses(said, language):
         stems = {stem(t) for t in terms(clause.text, limit=64)}
-        clipped_words = clippings(clause.text, language)  # "comps" holds "competitions"
+        clipped_words = clippings(clause.text, language)
         n = sum(bool(f & stems) or clipped(t, clipped_words) for t, f in words)
         if n:
             held.append((n, clause))
