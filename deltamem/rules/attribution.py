@@ -21,14 +21,14 @@ from lemminflect import getAllLemmas  # type: ignore[import-untyped]
 from deltamem.manager.voice import opens_with_verb
 from deltamem.porter import stem
 from deltamem.rules.listener import states_speakers_feeling
+from deltamem.rules.sources import PUNCTUATION_CUT
 from deltamem.text import STOPWORDS, negated, sentences, stems_of, terms, words
 
 # a message cut into sentences, and those into clauses: at commas, dashes and the
 # words that join clauses
 _SENTENCES = re.compile(r"[.;:!?()\"“”]+")
-# a dash with a space after it cuts, whatever is before it ("my family- they help")
 _CLAUSES = re.compile(
-    r",\s*|\s*[-–—]\s+|\s+[–—]\s*"
+    rf"{PUNCTUATION_CUT}"
     r"|\s+(?:and|but|because|so|while|whereas|although|though|since|when|which|who)\s+",
     re.IGNORECASE,
 )

@@ -85,6 +85,7 @@ def function_words(language: str) -> frozenset[str]:
 _CLIPPED_MAX = 5  # letters: "edu", "comps", "convo", "rehab"
 
 
+@lru_cache(maxsize=1024)  # asked of every clause for every fact of a turn
 def clippings(text: str, language: str = "en") -> frozenset[str]:
     """The chat's clipped words in `text` ("edu", "comps", "info"), each standing for
     a longer word ("education", "competitions", "information"): English words in

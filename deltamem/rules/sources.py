@@ -25,14 +25,17 @@ from deltamem.rules.grounding import (
 from deltamem.text import terms
 
 _SENTENCE = re.compile(r"[^.;:!?()\[\]\"“”¿¡]+[.;:!?()\[\]\"“”¿¡]*")
+# a comma, or a dash with a space after it, whatever is before it ("my family- they
+# help"): cuts in any language
+PUNCTUATION_CUT = r",\s*|\s*[-–—]\s+|\s+[–—]\s*"
 _JOINS = {
     "en": re.compile(
-        r",\s*|\s*[-–—]\s+|\s+[–—]\s*|\s+(?:and|but|because|so|while|whereas|although|though|since|"
+        rf"{PUNCTUATION_CUT}|\s+(?:and|but|because|so|while|whereas|although|though|since|"
         r"when|which|who|if)\s+",
         re.IGNORECASE,
     ),
 }
-_PUNCTUATION = re.compile(r",\s*|\s*[-–—]\s+|\s+[–—]\s*")  # "my family- they ..." too
+_PUNCTUATION = re.compile(PUNCTUATION_CUT)
 
 
 @dataclass(frozen=True)
