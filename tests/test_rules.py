@@ -126,31 +126,31 @@ def test_the_rules_decide_the_labelled_cases() -> None:
     # them, and went when held-out conv-43 showed it refusing more right facts than
     # wrong), the dropped negations (r119, r159, r183-r193: NEGATION_DROPPED refused
     # them, and went when conv-43 and HaluMem showed 3 of its 4 firings wrong), and
-    # one of held-out conv-43's firings ABOUT_LISTENER refuses wrongly (r176, "advice
-    # for someone like me", is kept since the object "me" marks the speaker's clause;
-    # r085 and r220, "Glad you enjoyed it", "Thanks for your support", since a feeling
-    # of the speaker's opening the clause is theirs where the fact states it; r154 and
-    # r170 since a fact that gives "your X" to the listener by name, or reports the
-    # speaker's asking, is the speaker's), and held-out conv-44's sample as labelled
-    # blind before any change (r071, r149: a "taekwondo practitioner", a "pet lover"
-    # are kept since a label that only relates the person to a thing said is the
-    # turn's; r267 since "your dog" in a statement is not "her dog"; r287, "my dog"
-    # of a dog hoped for, is the relation's miss), and held-out conv-30's and conv-26's
-    # (r372 and r429, "I'm not gonna give up", "I'll never forget", are kept since a
-    # plan denied plans nothing; r379 since "let's" is the speaker with the listener;
-    # r398 since "my family- they motivate me" is two clauses; r414 since "edu" is
-    # "education" clipped; r392 since "is having" keeps the clause's "I'm having")
+    # one of held-out conv-43's firings ABOUT_LISTENER refuses wrongly (r154 since a fact
+    # that gives "your X" to the listener by name is the speaker's), and held-out
+    # conv-44's sample as labelled blind before any change (r071, r149: a "taekwondo
+    # practitioner", a "pet lover" are kept since a label that only relates the person
+    # to a thing said is the turn's; r267 since "your dog" in a statement is not "her
+    # dog"; r287, "my dog" of a dog hoped for, is the relation's miss), and held-out
+    # conv-30's and conv-26's (r372 and r429, "I'm not gonna give up", "I'll never
+    # forget", are kept since a plan denied plans nothing; r379 since "let's" is the
+    # speaker with the listener; r398 since "my family- they motivate me" is two
+    # clauses; r414 since "edu" is "education" clipped; r392 since "is having" keeps the
+    # clause's "I'm having"). Nineteen cases were relabelled under the written label
+    # policy on 2026-11-29 (docs/rules.md, "Label policy"; each carries `relabelled`):
+    # r085, r170, r220, r245, r248 (a pleasantry, an asking or encouraging reported)
+    # are refused since then; r026, r049, r067, r076, r122, r176, r268, r297, r391 are
+    # misses the relabelling showed
     assert sorted(w["id"] for w in scored.wrong) == [
-        "r009", "r079", "r096",
-        "r107", "r114", "r115", "r119", "r120", "r124",
-        "r159", "r160", "r177",
+        "r009", "r026", "r049", "r067", "r076", "r079", "r096",
+        "r107", "r114", "r115", "r119", "r120", "r122", "r124",
+        "r159", "r160", "r176",
         "r183", "r184", "r185", "r191", "r193", "r196",
         "r205", "r206", "r207", "r208", "r209", "r210", "r211", "r213",
-        "r235",
-        "r262", "r263", "r264", "r279", "r285", "r287", "r293", "r294", "r301", "r308",
-        "r325", "r327", "r333", "r335", "r338", "r341", "r345", "r354", "r366", "r374",
-        "r386",
-        "r402", "r405", "r406", "r424", "r427",
+        "r262", "r263", "r264", "r268", "r285", "r287", "r293", "r294", "r297", "r301", "r308",
+        "r325", "r327", "r333", "r335", "r338", "r341", "r345", "r354", "r374",
+        "r386", "r391",
+        "r402", "r405", "r406", "r424",
     ]  # fmt: skip
     assert scored.cases >= 200
 
@@ -186,18 +186,33 @@ def test_the_speakers_own_news_beside_a_you_is_kept(fact: str, said: str) -> Non
 
 
 @pytest.mark.parametrize(
-    ("fact", "said"),
+    ("fact", "said", "kept"),
     [
-        # the speaker's own act of speech, reported
-        ("Tom asks if Ana has a favorite beach memory", "Do you have a favorite beach memory?"),
-        ("Tom encourages Ana to keep up the hard work", "Great idea! Keep up the hard work!"),
-        ("Tom asks what Ana is allergic to", "What are you allergic to, Ana?"),
+        # the speaker's own act of speech that carries something of theirs, reported
+        ("Tom recommends 'Becoming Nicole' to Ana", "You should read 'Becoming Nicole'!", True),
+        ("Tom advises Ana to read lots", "Read lots and try out different genres.", True),
         # the listener's part given to the listener by name
-        ("Tom is grateful for Ana's advice", "Your advice was spot on, Ana."),
+        ("Tom is grateful for Ana's advice", "Your advice was spot on, Ana.", True),
+        # an asking or an encouraging reported says nothing of the speaker (the label
+        # policy, docs/rules.md)
+        (
+            "Tom asks if Ana has a favorite beach memory",
+            "Do you have a favorite beach memory?",
+            False,
+        ),
+        (
+            "Tom encourages Ana to keep up the hard work",
+            "Great idea! Keep up the hard work!",
+            False,
+        ),
+        ("Tom asks what Ana is allergic to", "What are you allergic to, Ana?", False),
     ],
 )
-def test_the_speakers_asking_and_the_listener_named_are_kept(fact: str, said: str) -> None:
-    assert "ABOUT_LISTENER" not in check(fact, "Tom", said, None, trace=True).fired
+def test_the_speakers_recommendation_and_the_listener_named_are_kept(
+    fact: str, said: str, kept: bool
+) -> None:
+    fired = check(fact, "Tom", said, None, trace=True).fired
+    assert ("ABOUT_LISTENER" not in fired) is kept
 
 
 @pytest.mark.parametrize(
@@ -240,19 +255,18 @@ def test_a_fact_cut_from_its_subject_gets_the_person_back_in_any_language() -> N
 
 
 @pytest.mark.parametrize(
-    ("fact", "said", "kept"),
+    ("fact", "said"),
     [
-        ("Maria is glad John enjoyed it", "Glad you enjoyed it, John!", True),
-        ("John is grateful for the support", "Thanks for your support.", True),
-        # the listener's part of the same clause is still the listener's
-        ("Maria enjoyed it", "Glad you enjoyed it, John!", False),
-        ("John has support", "Thanks for your support.", False),
+        # a pleasantry says nothing of the person (the label policy, docs/rules.md)
+        ("Maria is glad John enjoyed it", "Glad you enjoyed it, John!"),
+        ("John is grateful for the support", "Thanks for your support."),
+        # and the listener's part of it is the listener's
+        ("Maria enjoyed it", "Glad you enjoyed it, John!"),
+        ("John has support", "Thanks for your support."),
     ],
 )
-def test_a_feeling_of_the_speakers_opening_a_clause_is_theirs(
-    fact: str, said: str, kept: bool
-) -> None:
-    assert check(fact, fact.split()[0], said, None).kept is kept
+def test_a_pleasantry_to_the_listener_is_not_a_fact_about_the_person(fact: str, said: str) -> None:
+    assert not check(fact, fact.split()[0], said, None).kept
 
 
 @pytest.mark.parametrize(

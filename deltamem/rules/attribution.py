@@ -20,7 +20,6 @@ from lemminflect import getAllLemmas  # type: ignore[import-untyped]
 
 from deltamem.manager.voice import opens_with_verb
 from deltamem.porter import stem
-from deltamem.rules.listener import states_speakers_feeling
 from deltamem.rules.sources import PUNCTUATION_CUT
 from deltamem.text import STOPWORDS, negated, sentences, stems_of, terms, words
 
@@ -249,7 +248,6 @@ def said_of_another(fact: str, subject: str, said: str) -> str | None:
         who == "other"
         and not (_head(c) & had)
         and not (_things(c, _MINE) & claimed and verb not in {stem(t) for t in _tokens(c)})
-        and not states_speakers_feeling(c, fact, "en")
         for c, who in sources
     ):
         return "said of someone else, not the person"

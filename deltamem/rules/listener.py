@@ -11,9 +11,8 @@ fact is refused. A clause is about the listener when
 
 * it speaks of "you" or "your" and the speaker is not in it ("I love when you try
   something new" and "advice for someone like me" are the speaker's; "Keep me posted
-  on how your campaign is going", an order, is not; a clause opening with the speaker's
-  feeling, "I'm" dropped, is theirs where the fact states that feeling: "Glad you
-  enjoyed it" -> "Maria is glad John enjoyed it"),
+  on how your campaign is going", an order, is not; a pleasantry, "Glad you enjoyed
+  it" -> "Maria is glad John enjoyed it", says nothing of the person),
 * it asks, and the speaker is not in it ("Are you excited?"; "Did I tell you I
   adopted a puppy?" is the speaker's news), or
 * the fact names the person twice where the message says "you" ("Nate has faith in
@@ -24,9 +23,12 @@ fact is refused. A clause is about the listener when
   "Love your creations!" is "I love ...").
 
 Two English facts have put the listener in the listener's place already and are kept:
-one that reports the speaker's asking or advice ("Tim asks if John has a favorite beach
-memory"), unless it makes a "your X" the person's, and one that gives each "your X" of
-the clause to someone it names ("John is motivated by Maria's help").
+one that reports an act of speech carrying something of the speaker's, a recommendation
+or advice ("Caroline recommends 'Becoming Nicole' to Melanie"), unless it makes a "your
+X" the person's, and one that gives each "your X" of the clause to someone it names
+("John is motivated by Maria's help"). A fact that reports only the asking, the
+encouraging or the thanks ("Tim asks if John has a favorite beach memory") is refused
+with the clause it reports.
 """
 
 from __future__ import annotations
@@ -65,27 +67,12 @@ _FEELING = frozenset(
     "love like hope wish miss think guess need want mean bet agree feel know wonder "
     "appreciate adore hate enjoy reckon suppose remember".split()
 )
-# a feeling of the speaker's opening a clause with its "I'm" dropped ("Glad you enjoyed
-# it", "Thanks for your support"): the clause is about the listener, but a fact that
-# states that feeling ("Maria is glad John enjoyed it") is the speaker's; each opener
-# with the words a fact may put it in
-_GLAD = frozenset("glad happy pleased delighted thrilled".split())
-_THANKFUL = frozenset("thank thanks thankful grateful appreciates appreciate appreciative".split())
-_SPEAKERS_FEELING = {
-    **dict.fromkeys(_GLAD, _GLAD),
-    **dict.fromkeys(("thank", "thanks"), _THANKFUL),
-    "sorry": frozenset({"sorry"}),
-    "proud": frozenset({"proud"}),
-}
-_BEFORE_FEELING = frozenset("so really very just".split())
-# verbs that report the speaker's own act of speech: a fact that opens with one ("Joanna
-# is asking if taking care of them is tough", "Maria encourages John to keep going") is
-# what the speaker did, whoever the question or the advice was about
-_SPEECH_ACTS = frozenset(
-    "ask wonder inquire suggest recommend advise encourage tell remind congratulate "
-    "compliment praise invite urge".split()
-)
-# what may stand between the person and that verb ("Joanna is asking", "Maria also asks")
+# verbs that report an act of speech that carries something of the speaker's: a fact
+# that opens with one ("Caroline recommends 'Becoming Nicole' to Melanie") is what the
+# speaker did, whoever it was for; asking, encouraging or praising carries nothing of
+# theirs ("Joanna is asking if taking care of them is tough")
+_SPEECH_ACTS = frozenset("suggest recommend advise tell remind invite".split())
+# what may stand between the person and that verb ("Maria is recommending", "Maria also tells")
 _BEFORE_ACT = frozenset("is was has had have also often then again just".split())
 # a word after the opener that makes the opener a noun ("Work is crazy")
 _NOUN_AFTER = frozenset("is was has had has been 's are were will would can could".split())
@@ -131,27 +118,15 @@ def listeners(clause: Clause, language: str) -> str | None:
     return None
 
 
-def states_speakers_feeling(clause: str, fact: str, language: str) -> bool:
-    """Whether an English clause opens with the speaker's feeling, its "I'm" dropped
-    ("Glad you enjoyed it"), and the fact states that feeling."""
-    tokens = _tokens(clause)
-    while tokens and tokens[0] in _BEFORE_FEELING:
-        tokens = tokens[1:]
-    said = _SPEAKERS_FEELING.get(tokens[0]) if language == "en" and tokens else None
-    return said is not None and bool(said & set(_tokens(fact)))
-
-
 def reports_speech(fact: str, subject: str) -> bool:
-    """Whether an English fact reports the person's own act of speech: it opens with
-    the person and a verb of asking, advising or praising ("Joanna is asking ...",
-    "Maria encourages John to ..."), or "wants to know"."""
+    """Whether an English fact reports an act of speech of the person's that carries
+    something of theirs: it opens with the person and a verb of recommending, advising
+    or telling ("Caroline recommends ...", "Maria tells John about ...")."""
     if not fact.startswith(subject):
         return False
     tokens = _tokens(fact[len(subject) :])
     while tokens and tokens[0] in _BEFORE_ACT:
         tokens = tokens[1:]
-    if tokens[:3] in (["wants", "to", "know"], ["wanted", "to", "know"]):
-        return True
     verbs: tuple[str, ...] = getAllLemmas(tokens[0]).get("VERB", ()) if tokens else ()
     return bool(verbs) and verbs[0] in _SPEECH_ACTS
 
@@ -211,8 +186,7 @@ def about_listener(given: FactInput) -> Outcome | None:
     found = sources(given.fact, given.subject, given.said, given.language)
     how = [
         None
-        if states_speakers_feeling(c.text, given.fact, given.language)
-        or (english and names_the_listeners(c.text, given.fact, given.subject))
+        if (english and names_the_listeners(c.text, given.fact, given.subject))
         else listeners(c, given.language)
         for c in found
     ]
