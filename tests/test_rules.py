@@ -345,8 +345,20 @@ def test_the_speakers_own_thing_in_anothers_clause(fact: str, said: str, kept: b
             "I launched an ad campaign for my clothing store.",
             True,
         ),
+        # ... and one who attends it, suffers it or takes part in it (2026-11-29)
+        ("Sarah is a health seminar attendee", "Recently, I attended a health seminar.", True),
+        (
+            "Sarah is a chronic fatigue syndrome patient",
+            "Balancing these projects with my health condition, Chronic Fatigue Syndrome, is hard.",
+            True,
+        ),
         # an enthusiast is the model's summary of any liking; a label of unsaid things too
         ("Sarah is a heavy metal enthusiast", "The heavy metal concert was overwhelming.", False),
+        (
+            "Martin is a jazz musician",
+            "The improvisational nature of jazz sparked new ideas.",
+            False,
+        ),
         ("Gina is a fashion designer", "My online clothes store is open!", False),
     ],
 )

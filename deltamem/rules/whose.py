@@ -29,11 +29,13 @@ _LABEL = re.compile(
 # label words that call the person nothing in particular
 _PLAIN_LABEL = frozenset(stem(w) for w in "person individual someone".split())
 # a label's head that names only how the person stands to the thing before or after it
-# ("dog lover", "pet owner", "lover of nature", "taekwondo practitioner"): where the
-# turn said that thing, the label says no more than the turn ("enthusiast" is not
-# among them: the 1.5B model makes one of any liking, or of a concert she disliked)
+# ("dog lover", "pet owner", "lover of nature", "taekwondo practitioner", "health
+# seminar attendee", "chronic fatigue syndrome patient"): where the turn said that
+# thing, the label says no more than the turn ("enthusiast" is not among them: the
+# 1.5B model makes one of any liking, or of a concert she disliked)
 _RELATION_HEAD = frozenset(
-    stem(w) for w in "lover owner fan practitioner user player keeper".split()
+    stem(w)
+    for w in "lover owner fan practitioner user player keeper attendee patient participant".split()
 )
 
 
