@@ -21,18 +21,11 @@ import argparse
 import json
 from pathlib import Path
 
+from deltamem.bench.agreement import cohen_kappa
+
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "deltamem" / "rules" / "cases.jsonl"
 SECOND = ROOT / "benchmarks" / "data" / "rules_second_reader.tsv"
-
-
-def kappa(a: list[str], b: list[str]) -> tuple[float, float]:
-    """(observed agreement, Cohen's κ) of two keep/refuse label lists."""
-    n = len(a)
-    observed = sum(x == y for x, y in zip(a, b, strict=True)) / n
-    ka, kb = a.count("keep") / n, b.count("keep") / n
-    chance = ka * kb + (1 - ka) * (1 - kb)
-    return observed, (observed - chance) / (1 - chance) if chance < 1 else 1.0
 
 
 def main() -> None:
@@ -53,8 +46,8 @@ def main() -> None:
     first = [c.get("relabelled", {}).get("was", c["expect"]) for c in cases]
     now = [c["expect"] for c in cases]
     for name, labels in (("first labels", first), ("labels now", now)):
-        share, k = kappa(labels, reader)
-        agree = round(share * len(cases))
+        agree = sum(x == y for x, y in zip(labels, reader, strict=True))
+        share, k = agree / len(cases), cohen_kappa(labels, reader) or 0.0
         print(f"second reader against the {name}: {agree}/{len(cases)} agree", end=" ")
         print(f"({share:.3f}), κ {k:.3f}")
     relabelled = [c["id"] for c in cases if "relabelled" in c]

@@ -186,7 +186,7 @@ def about_listener(given: FactInput) -> Outcome | None:
     found = sources(given.fact, given.subject, given.said, given.language)
     how = [
         None
-        if (english and names_the_listeners(c.text, given.fact, given.subject))
+        if english and names_the_listeners(c.text, given.fact, given.subject)
         else listeners(c, given.language)
         for c in found
     ]
