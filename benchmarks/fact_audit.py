@@ -1,0 +1,157 @@
+"""How many stored facts are wrong? Two blind readers on a random draw of the banks.
+
+The rules' labelled cases (`deltamem/rules/cases.jsonl`) were gathered where a rule
+was being written: they say how well each rule decides, not how many of the facts a
+bank ends up holding are wrong. This audit asks that second question. `draw` takes, from
+each run's bank, a seeded random draw of the current facts (neither ended nor
+superseded) with the turns each was written from and the message before them; the
+readers see the fact, its date and those turns, nothing of the rules, the run or the
+other reader (`facts_blind.jsonl`: it quotes the dev data, so only `key.jsonl`, the
+facts and where they are, is committed). Each labels every fact right or wrong under the
+written policy (`benchmarks/data/fact_audit/POLICY.md`, the rules' label policy made
+for stored facts) and names the first point that makes a wrong one wrong. `report` gives their
+agreement (Cohen's κ), the share of facts both call wrong and the share either does
+(each with a 95% Wilson interval), by bank and by point. No model is called.
+
+    python benchmarks/fact_audit.py draw runs/lc26-s10 runs/hm3-all ... --per-bank 30 --out DIR
+    python benchmarks/fact_audit.py report [DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sqlite3
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from scipy.stats import binomtest
+
+from deltamem.bench.agreement import cohen_kappa
+
+ROOT = Path(__file__).resolve().parents[1]
+AUDIT = ROOT / "benchmarks" / "data" / "fact_audit"
+POINTS = {
+    "1": "another's thing (the listener's, a third person's, the assistant's)",
+    "2": "a wish, hope or plan stated as done",
+    "3": "something added the turns do not support (a label, role, date, number)",
+    "4": "not a readable fact (first-person words, garbled, a pleasantry, a maxim)",
+    "5": "true in the wider story, not said in these turns",
+    "6": "a detail that contradicts the turns",
+}
+
+
+def _turns(db: sqlite3.Connection, user: str, session: str, source: list[int]) -> list[dict]:
+    """The turns a fact was written from, and the message just before the first."""
+    said = {
+        t: (role, name, text)
+        for t, role, name, text in db.execute(
+            "SELECT turn, role, name, content FROM episodes WHERE user_id = ? AND session_id = ?",
+            (user, session),
+        )
+    }
+    shown = sorted(source)
+    if shown and shown[0] - 1 in said:
+        shown.insert(0, shown[0] - 1)
+    out = []
+    for t in shown:
+        if t in said:
+            role, name, text = said[t]
+            speaker = name or ("the person" if role == "user" else "the assistant")
+            out.append({"speaker": speaker, "text": text, "source": t in source})
+    return out
+
+
+def draw(runs: list[Path], per_bank: int, seed: int, out: Path) -> None:
+    rng = random.Random(seed)
+    facts, key = [], []
+    for run in runs:
+        db = sqlite3.connect(
+            f"file:{run / 'systems' / 'deltamem' / 'deltamem.db'}?mode=ro", uri=True
+        )
+        current = db.execute(
+            "SELECT id, user_id, content, session_id, turns, timestamp FROM memories "
+            "WHERE invalid_at IS NULL AND superseded_by IS NULL ORDER BY rowid"
+        ).fetchall()
+        for memory, user, content, session, turns, ts in rng.sample(current, per_bank):
+            fid = f"a{len(facts) + 1:03d}"
+            shown = _turns(db, user, session, json.loads(turns))
+            facts.append({"id": fid, "fact": content, "date": ts[:10], "turns": shown})
+            key.append(
+                {"id": fid, "bank": run.name, "memory": memory, "session": session, "fact": content}
+            )
+    rng.shuffle(facts)  # the readers see no bank's facts together
+    out.mkdir(parents=True, exist_ok=True)
+    for name, rows in (("facts_blind.jsonl", facts), ("key.jsonl", key)):
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        (out / name).write_text(text, encoding="utf-8")
+    print(f"{len(facts)} facts from {len(runs)} banks -> {out}")
+
+
+def read_labels(path: Path) -> dict[str, tuple[str, str, str]]:
+    """id -> (right/wrong, point, reason) of one reader's TSV."""
+    out = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            fid, label, point, *why = line.split("\t")
+            out[fid] = (label, point, why[0] if why else "")
+    return out
+
+
+def share(k: int, n: int) -> str:
+    ci = binomtest(k, n).proportion_ci(method="wilson")
+    return f"{k}/{n} = {k / n:.3f} ({ci.low:.3f} … {ci.high:.3f})"
+
+
+def report(audit: Path) -> dict:
+    key = {r["id"]: r for r in map(json.loads, (audit / "key.jsonl").open(encoding="utf-8"))}
+    a = read_labels(audit / "reader_a.tsv")
+    b = read_labels(audit / "reader_b.tsv")
+    ids = sorted(key)
+    unread = [i for i in ids if i not in a or i not in b]
+    if unread:
+        raise SystemExit(f"{len(unread)} facts not read by both readers: {unread[:5]}")
+    la, lb = [a[i][0] for i in ids], [b[i][0] for i in ids]
+    both = {i for i in ids if a[i][0] == b[i][0] == "wrong"}
+    either = {i for i in ids if "wrong" in (a[i][0], b[i][0])}
+    agree = sum(x == y for x, y in zip(la, lb, strict=True))
+    print(f"{len(ids)} stored facts, two blind readers: {agree}/{len(ids)} agree,", end=" ")
+    print(f"κ {cohen_kappa(la, lb) or 0.0:.3f}")
+    print(f"wrong by both readers:  {share(len(both), len(ids))}")
+    print(f"wrong by either reader: {share(len(either), len(ids))}")
+    banks: dict[str, list[str]] = defaultdict(list)
+    for i in ids:
+        banks[key[i]["bank"]].append(i)
+    print("\n| bank | facts | wrong (both) | wrong (either) |\n|---|---|---|---|")
+    for bank, xs in banks.items():
+        n_both, n_either = sum(i in both for i in xs), sum(i in either for i in xs)
+        print(f"| {bank} | {len(xs)} | {n_both} | {n_either} |")
+    # the point of a fact both call wrong: reader A's where they differ on it
+    points = Counter(a[i][1] for i in both)
+    same_point = sum(a[i][1] == b[i][1] for i in both)
+    print(f"\nwhy (facts both call wrong; the readers name the same point for {same_point}):")
+    for point, n in points.most_common():
+        print(f"  {n:3d}  {point}. {POINTS.get(point, '?')}")
+    return {"facts": len(ids), "agree": agree, "both": len(both), "either": len(either)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("draw", help="draw the facts the readers will read")
+    d.add_argument("runs", type=Path, nargs="+", help="bench runs whose deltamem bank to draw from")
+    d.add_argument("--per-bank", type=int, default=30)
+    d.add_argument("--seed", type=int, default=38)
+    d.add_argument("--out", type=Path, required=True)
+    r = sub.add_parser("report", help="agreement and wrong shares of two readers' labels")
+    r.add_argument("audit", type=Path, nargs="?", default=AUDIT)
+    args = parser.parse_args()
+    if args.command == "draw":
+        draw(args.runs, args.per_bank, args.seed, args.out)
+    else:
+        report(args.audit)
+
+
+if __name__ == "__main__":
+    main()

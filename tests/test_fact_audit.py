@@ -1,0 +1,99 @@
+"""benchmarks/fact_audit.py: two blind readers of a random draw of stored facts."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "benchmarks" / "fact_audit.py"
+AUDIT = ROOT / "benchmarks" / "data" / "fact_audit"
+
+
+@pytest.fixture(scope="module")
+def audit():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("fact_audit", SCRIPT)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["fact_audit"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _bank(run: Path, facts: int) -> None:
+    """A bench run's bank: one session of two turns, `facts` facts from the second."""
+    db_dir = run / "systems" / "deltamem"
+    db_dir.mkdir(parents=True)
+    db = sqlite3.connect(db_dir / "deltamem.db")
+    db.execute(
+        "CREATE TABLE memories (id TEXT, user_id TEXT, content TEXT, session_id TEXT, "
+        "turns TEXT, timestamp TEXT, invalid_at TEXT, superseded_by TEXT)"
+    )
+    db.execute(
+        "CREATE TABLE episodes (user_id TEXT, session_id TEXT, turn INT, role TEXT, "
+        "name TEXT, content TEXT)"
+    )
+    db.executemany(
+        "INSERT INTO episodes VALUES ('u', 's1', ?, 'user', ?, ?)",
+        [(0, "Ana", "Do you still cook?"), (1, "Ben", "Every day, I love it.")],
+    )
+    rows = [
+        (f"m{i}", "u", f"Ben cooks {i}", "s1", "[1]", "2023-05-08T10:00:00", None, None)
+        for i in range(facts)
+    ]
+    rows.append(("gone", "u", "Ben cooked once", "s1", "[1]", "2023-05-08", "2023-06-01", None))
+    db.executemany("INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    db.commit()
+
+
+def test_the_draw_shows_the_source_turns_and_the_message_before(
+    audit,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    _bank(tmp_path / "run-a", facts=3)
+    audit.draw([tmp_path / "run-a"], per_bank=3, seed=1, out=tmp_path / "out")
+    blind = [json.loads(line) for line in (tmp_path / "out" / "facts_blind.jsonl").open()]
+    key = [json.loads(line) for line in (tmp_path / "out" / "key.jsonl").open()]
+    assert len(blind) == len(key) == 3
+    assert "Ben cooked once" not in {f["fact"] for f in blind}  # ended facts are not drawn
+    assert blind[0]["turns"] == [
+        {"speaker": "Ana", "text": "Do you still cook?", "source": False},
+        {"speaker": "Ben", "text": "Every day, I love it.", "source": True},
+    ]
+    assert "bank" not in blind[0] and key[0]["bank"] == "run-a"
+
+
+def test_the_report_counts_what_both_and_either_reader_call_wrong(
+    audit,
+    tmp_path: Path,
+    capsys,  # type: ignore[no-untyped-def]
+) -> None:
+    key = [{"id": f"a{i}", "bank": "b1" if i < 2 else "b2", "fact": "F"} for i in range(4)]
+    (tmp_path / "key.jsonl").write_text("".join(json.dumps(k) + "\n" for k in key))
+    (tmp_path / "reader_a.tsv").write_text(
+        "a0\twrong\t1\tthe friend's\na1\twrong\t3\tadded\na2\tright\t0\tsaid\na3\tright\t0\tok\n"
+    )
+    (tmp_path / "reader_b.tsv").write_text(
+        "a0\twrong\t1\tthe friend's\na1\tright\t0\tfine\na2\tright\t0\tsaid\na3\tright\t0\tok\n"
+    )
+    got = audit.report(tmp_path)
+    assert got == {"facts": 4, "agree": 3, "both": 1, "either": 2}
+    out = capsys.readouterr().out
+    assert "| b1 | 2 | 1 | 2 |" in out and "| b2 | 2 | 0 | 0 |" in out
+
+
+def test_the_committed_audit_is_read_by_both_readers(audit) -> None:  # type: ignore[no-untyped-def]
+    key = [json.loads(line) for line in (AUDIT / "key.jsonl").open(encoding="utf-8")]
+    for reader in ("reader_a.tsv", "reader_b.tsv"):
+        labels = audit.read_labels(AUDIT / reader)
+        assert set(labels) == {k["id"] for k in key}
+        for label, point, _ in labels.values():
+            assert (label, point == "0") in {("right", True), ("wrong", False)}
+            assert point in "0123456"
+    # the figures docs/results.md gives (section 2)
+    assert audit.report(AUDIT) == {"facts": 240, "agree": 219, "both": 62, "either": 83}
