@@ -24,6 +24,8 @@ import json
 import random
 import sqlite3
 from collections import Counter, defaultdict
+from contextlib import closing
+from datetime import UTC, datetime
 from pathlib import Path
 
 from scipy.stats import binomtest
@@ -32,6 +34,7 @@ from deltamem.bench.agreement import cohen_kappa
 
 ROOT = Path(__file__).resolve().parents[1]
 AUDIT = ROOT / "benchmarks" / "data" / "fact_audit"
+# the points of POLICY.md, kept in step with it
 POINTS = {
     "1": "another's thing (the listener's, a third person's, the assistant's)",
     "2": "a wish, hope or plan stated as done",
@@ -64,24 +67,33 @@ def _turns(db: sqlite3.Connection, user: str, session: str, source: list[int]) -
 
 
 def draw(runs: list[Path], per_bank: int, seed: int, out: Path) -> None:
+    """`per_bank` current facts of each run's bank. One generator runs through the banks
+    in the order given, so the same runs in the same order draw the same facts; the ids
+    follow that order (a001-a030 the first bank's), and only the lines the readers get
+    are shuffled."""
     rng = random.Random(seed)
+    now = datetime.now(UTC).isoformat()
     facts, key = [], []
     for run in runs:
-        db = sqlite3.connect(
-            f"file:{run / 'systems' / 'deltamem' / 'deltamem.db'}?mode=ro", uri=True
-        )
-        current = db.execute(
-            "SELECT id, user_id, content, session_id, turns, timestamp FROM memories "
-            "WHERE invalid_at IS NULL AND superseded_by IS NULL ORDER BY rowid"
-        ).fetchall()
-        for memory, user, content, session, turns, ts in rng.sample(current, per_bank):
-            fid = f"a{len(facts) + 1:03d}"
-            shown = _turns(db, user, session, json.loads(turns))
-            facts.append({"id": fid, "fact": content, "date": ts[:10], "turns": shown})
-            key.append(
-                {"id": fid, "bank": run.name, "memory": memory, "session": session, "fact": content}
-            )
-    rng.shuffle(facts)  # the readers see no bank's facts together
+        path = (run / "systems" / "deltamem" / "deltamem.db").resolve()
+        with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as db:
+            current = db.execute(
+                "SELECT id, user_id, content, session_id, turns, timestamp FROM memories "
+                "WHERE invalid_at IS NULL AND superseded_by IS NULL "
+                "AND (expires_at IS NULL OR expires_at > ?) ORDER BY rowid",
+                (now,),
+            ).fetchall()
+            if len(current) < per_bank:
+                raise SystemExit(f"{run}: {len(current)} current facts, fewer than {per_bank}")
+            for memory, user, content, session, turns, ts in rng.sample(current, per_bank):
+                fid = f"a{len(facts) + 1:03d}"
+                shown = _turns(db, user, session, json.loads(turns))
+                facts.append({"id": fid, "fact": content, "date": ts[:10], "turns": shown})
+                key.append(
+                    {"id": fid, "bank": run.name, "memory": memory, "session": session}
+                    | {"fact": content}
+                )
+    rng.shuffle(facts)  # the readers get the banks' facts mixed
     out.mkdir(parents=True, exist_ok=True)
     for name, rows in (("facts_blind.jsonl", facts), ("key.jsonl", key)):
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
@@ -90,12 +102,17 @@ def draw(runs: list[Path], per_bank: int, seed: int, out: Path) -> None:
 
 
 def read_labels(path: Path) -> dict[str, tuple[str, str, str]]:
-    """id -> (right/wrong, point, reason) of one reader's TSV."""
-    out = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            fid, label, point, *why = line.split("\t")
-            out[fid] = (label, point, why[0] if why else "")
+    """id -> (right/wrong, point, reason) of one reader's TSV: a right fact's point is 0,
+    a wrong one's 1-6."""
+    out: dict[str, tuple[str, str, str]] = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        fid, label, point, *why = [*line.split("\t"), "", ""][:4]
+        wrong = label == "wrong" and point in POINTS
+        if not (wrong or (label == "right" and point == "0")) or fid in out:
+            raise SystemExit(f"{path}:{n}: not 'id, right 0 | wrong 1-6, reason' or a repeat")
+        out[fid] = (label, point, why[0] if why else "")
     return out
 
 
@@ -110,14 +127,16 @@ def report(audit: Path) -> dict:
     b = read_labels(audit / "reader_b.tsv")
     ids = sorted(key)
     unread = [i for i in ids if i not in a or i not in b]
-    if unread:
-        raise SystemExit(f"{len(unread)} facts not read by both readers: {unread[:5]}")
+    unknown = sorted((set(a) | set(b)) - set(ids))
+    if unread or unknown:
+        raise SystemExit(f"not read by both: {unread[:5]}; not drawn: {unknown[:5]}")
     la, lb = [a[i][0] for i in ids], [b[i][0] for i in ids]
     both = {i for i in ids if a[i][0] == b[i][0] == "wrong"}
     either = {i for i in ids if "wrong" in (a[i][0], b[i][0])}
     agree = sum(x == y for x, y in zip(la, lb, strict=True))
     print(f"{len(ids)} stored facts, two blind readers: {agree}/{len(ids)} agree,", end=" ")
-    print(f"κ {cohen_kappa(la, lb) or 0.0:.3f}")
+    kappa = cohen_kappa(la, lb)
+    print("κ undefined" if kappa is None else f"κ {kappa:.3f}")
     print(f"wrong by both readers:  {share(len(both), len(ids))}")
     print(f"wrong by either reader: {share(len(either), len(ids))}")
     banks: dict[str, list[str]] = defaultdict(list)

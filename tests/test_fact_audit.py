@@ -10,13 +10,15 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("scipy")  # the script's intervals; in the bench and train extras
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "fact_audit.py"
 AUDIT = ROOT / "benchmarks" / "data" / "fact_audit"
 
 
 @pytest.fixture(scope="module")
-def audit():  # type: ignore[no-untyped-def]
+def audit():
     spec = importlib.util.spec_from_file_location("fact_audit", SCRIPT)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
@@ -32,7 +34,7 @@ def _bank(run: Path, facts: int) -> None:
     db = sqlite3.connect(db_dir / "deltamem.db")
     db.execute(
         "CREATE TABLE memories (id TEXT, user_id TEXT, content TEXT, session_id TEXT, "
-        "turns TEXT, timestamp TEXT, invalid_at TEXT, superseded_by TEXT)"
+        "turns TEXT, timestamp TEXT, invalid_at TEXT, superseded_by TEXT, expires_at TEXT)"
     )
     db.execute(
         "CREATE TABLE episodes (user_id TEXT, session_id TEXT, turn INT, role TEXT, "
@@ -43,24 +45,30 @@ def _bank(run: Path, facts: int) -> None:
         [(0, "Ana", "Do you still cook?"), (1, "Ben", "Every day, I love it.")],
     )
     rows = [
-        (f"m{i}", "u", f"Ben cooks {i}", "s1", "[1]", "2023-05-08T10:00:00", None, None)
+        (f"m{i}", "u", f"Ben cooks {i}", "s1", "[1]", "2023-05-08T10:00:00", None, None, None)
         for i in range(facts)
     ]
-    rows.append(("gone", "u", "Ben cooked once", "s1", "[1]", "2023-05-08", "2023-06-01", None))
-    db.executemany("INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    day = "2023-05-08"
+    rows += [
+        ("gone", "u", "Ben cooked once", "s1", "[1]", day, "2023-06-01", None, None),
+        ("old", "u", "Ben bakes", "s1", "[1]", day, None, "m0", None),
+        ("past", "u", "Ben fasts", "s1", "[1]", day, None, None, "2023-06-01T00:00:00+00:00"),
+    ]
+    db.executemany("INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
     db.commit()
 
 
 def test_the_draw_shows_the_source_turns_and_the_message_before(
     audit,
-    tmp_path: Path,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
 ) -> None:
     _bank(tmp_path / "run-a", facts=3)
     audit.draw([tmp_path / "run-a"], per_bank=3, seed=1, out=tmp_path / "out")
     blind = [json.loads(line) for line in (tmp_path / "out" / "facts_blind.jsonl").open()]
     key = [json.loads(line) for line in (tmp_path / "out" / "key.jsonl").open()]
     assert len(blind) == len(key) == 3
-    assert "Ben cooked once" not in {f["fact"] for f in blind}  # ended facts are not drawn
+    # all three current facts, never the ended, the superseded or the expired one
+    assert {f["fact"] for f in blind} == {"Ben cooks 0", "Ben cooks 1", "Ben cooks 2"}
     assert blind[0]["turns"] == [
         {"speaker": "Ana", "text": "Do you still cook?", "source": False},
         {"speaker": "Ben", "text": "Every day, I love it.", "source": True},
@@ -71,7 +79,7 @@ def test_the_draw_shows_the_source_turns_and_the_message_before(
 def test_the_report_counts_what_both_and_either_reader_call_wrong(
     audit,
     tmp_path: Path,
-    capsys,  # type: ignore[no-untyped-def]
+    capsys,
 ) -> None:
     key = [{"id": f"a{i}", "bank": "b1" if i < 2 else "b2", "fact": "F"} for i in range(4)]
     (tmp_path / "key.jsonl").write_text("".join(json.dumps(k) + "\n" for k in key))
@@ -87,13 +95,23 @@ def test_the_report_counts_what_both_and_either_reader_call_wrong(
     assert "| b1 | 2 | 1 | 2 |" in out and "| b2 | 2 | 0 | 0 |" in out
 
 
-def test_the_committed_audit_is_read_by_both_readers(audit) -> None:  # type: ignore[no-untyped-def]
+def test_a_label_outside_the_policy_is_an_error(audit, tmp_path: Path) -> None:
+    for bad in (
+        "a0\twrong\t0\tno point\n",
+        "a0\tRight\t0\tx\n",
+        "a0\tright\t0\tx\na0\twrong\t1\ty\n",
+    ):
+        (tmp_path / "r.tsv").write_text(bad)
+        with pytest.raises(SystemExit):
+            audit.read_labels(tmp_path / "r.tsv")
+
+
+def test_the_committed_audit_is_read_by_both_readers(audit) -> None:
     key = [json.loads(line) for line in (AUDIT / "key.jsonl").open(encoding="utf-8")]
     for reader in ("reader_a.tsv", "reader_b.tsv"):
         labels = audit.read_labels(AUDIT / reader)
         assert set(labels) == {k["id"] for k in key}
         for label, point, _ in labels.values():
-            assert (label, point == "0") in {("right", True), ("wrong", False)}
-            assert point in "0123456"
-    # the figures docs/results.md gives (section 2)
+            assert (label, point) == ("right", "0") or (label == "wrong" and point in set("123456"))
+    # the figures docs/results.md gives (section 9)
     assert audit.report(AUDIT) == {"facts": 240, "agree": 219, "both": 62, "either": 83}

@@ -17,10 +17,13 @@ def test_two_readers_agreement_is_reported_against_the_first_labels(tmp_path: Pa
         {"id": "b", "expect": "refuse", "fact": "B", "relabelled": {"was": "keep"}},
         {"id": "c", "expect": "refuse", "fact": "C"},
         {"id": "d", "expect": "keep", "fact": "D"},
+        # entered only because both of the audit's readers agreed: not counted here
+        {"id": "e", "expect": "keep", "fact": "E", "source": "fact audit of 2026-11-29"},
     ]
     (tmp_path / "cases.jsonl").write_text("\n".join(json.dumps(c) for c in cases) + "\n")
     (tmp_path / "second.tsv").write_text(
         "a\tkeep\t-\tsaid\nb\trefuse\t4\ta thank-you\nc\trefuse\t1\tthe friend's\nd\trefuse\t3\tx\n"
+        "e\tkeep\t-\tsaid\n"
     )
     args = ["--cases", str(tmp_path / "cases.jsonl"), "--second", str(tmp_path / "second.tsv")]
     out = subprocess.run(
@@ -33,6 +36,7 @@ def test_two_readers_agreement_is_reported_against_the_first_labels(tmp_path: Pa
     assert "against the first labels: 2/4 agree (0.500)" in out
     assert "against the labels now: 3/4 agree (0.750)" in out
     assert "relabelled under the policy: 1 (b)" in out
+    assert "1 cases of the fact audit left out" in out
     assert "  d keep / refuse (3)" in out
 
 
