@@ -47,20 +47,16 @@ POINTS = {
 
 def _turns(db: sqlite3.Connection, user: str, session: str, source: list[int]) -> list[dict]:
     """The turns a fact was written from, and the message just before the first."""
-    said = {
-        t: (role, name, text)
-        for t, role, name, text in db.execute(
-            "SELECT turn, role, name, content FROM episodes WHERE user_id = ? AND session_id = ?",
-            (user, session),
-        )
-    }
-    shown = sorted(source)
-    if shown and shown[0] - 1 in said:
-        shown.insert(0, shown[0] - 1)
+    if not source:
+        return []
+    first, last = min(source) - 1, max(source)
     out = []
-    for t in shown:
-        if t in said:
-            role, name, text = said[t]
+    for t, role, name, text in db.execute(
+        "SELECT turn, role, name, content FROM episodes "
+        "WHERE user_id = ? AND session_id = ? AND turn BETWEEN ? AND ? ORDER BY turn",
+        (user, session, first, last),
+    ):
+        if t in source or t == first:
             speaker = name or ("the person" if role == "user" else "the assistant")
             out.append({"speaker": speaker, "text": text, "source": t in source})
     return out
@@ -122,7 +118,8 @@ def share(k: int, n: int) -> str:
 
 
 def report(audit: Path) -> dict:
-    key = {r["id"]: r for r in map(json.loads, (audit / "key.jsonl").open(encoding="utf-8"))}
+    lines = (audit / "key.jsonl").read_text(encoding="utf-8").splitlines()
+    key = {r["id"]: r for r in map(json.loads, filter(None, lines))}
     a = read_labels(audit / "reader_a.tsv")
     b = read_labels(audit / "reader_b.tsv")
     ids = sorted(key)
@@ -151,7 +148,7 @@ def report(audit: Path) -> dict:
     same_point = sum(a[i][1] == b[i][1] for i in both)
     print(f"\nwhy (facts both call wrong; the readers name the same point for {same_point}):")
     for point, n in points.most_common():
-        print(f"  {n:3d}  {point}. {POINTS.get(point, '?')}")
+        print(f"  {n:3d}  {point}. {POINTS[point]}")
     return {"facts": len(ids), "agree": agree, "both": len(both), "either": len(either)}
 
 
