@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from deltamem.llm.confidence import CONFIDENCE_KEY, reply_confidence
 from deltamem.llm.jsonrepair import close_truncated
 
 # A schema carrying this `$comment` asks for JSON in any layout (newlines and
@@ -53,6 +54,10 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     cached_tokens: int = 0  # prompt tokens served from a KV / prompt cache
+    # each reply token's log-probability and where its bytes end in the UTF-8 text,
+    # where the engine gives them (llama.cpp): see `deltamem.llm.confidence`
+    logprobs: tuple[float, ...] = ()
+    token_ends: tuple[int, ...] = ()
 
 
 @dataclass
@@ -417,12 +422,15 @@ class LLM(ABC):
         max_tokens: int = 1024,
         temperature: float = 0.0,
         check: Callable[[dict[str, Any]], object] | None = None,
+        confidence: bool = False,
     ) -> list[dict[str, Any] | LLMOutputError]:
         """`complete_json` for independent prompts, first asked together (an engine
         that decodes side by side answers them in about the time of a few); each
         result is the object or, for a prompt whose reply failed after its own
         retries, the LLMOutputError. Every call is logged on its own, the batch's
-        seconds shared among them."""
+        seconds shared among them. `confidence`: each object read from the batch
+        also carries, under CONFIDENCE_KEY, the mean token log-probability of each
+        of its strings where the engine gives them (`deltamem.llm.confidence`)."""
         if not prompts:
             return []
         parse = self._json_reader(check)
@@ -466,6 +474,10 @@ class LLM(ABC):
                     results.append(ask(messages, exc))
                     continue
                 self._record(self._record_of(outs[i], purpose, spent))
+                if confidence and outs[i].logprobs:
+                    value[CONFIDENCE_KEY] = reply_confidence(
+                        outs[i].text, outs[i].logprobs, outs[i].token_ends, value
+                    )
                 results.append(value)
             except LLMOutputError as exc:
                 results.append(exc)

@@ -241,6 +241,8 @@ class LlamaCppLLM(LLM):
                 prompt_tokens=r.prompt_tokens,
                 completion_tokens=r.completion_tokens,
                 cached_tokens=r.prompt_tokens - r.evaluated,
+                logprobs=r.logprobs,
+                token_ends=r.token_ends,
             )
             for r in results
         ]

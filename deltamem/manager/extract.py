@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel, StrictStr
 
 from deltamem.llm.base import LLM, ChatMessage
+from deltamem.llm.confidence import CONFIDENCE_KEY
 from deltamem.manager.atomise import name_subject, split_facts
 from deltamem.manager.dates import annotate, dated, relative_dates
 from deltamem.manager.render import template
@@ -196,9 +197,14 @@ def turn_prompt(
 def reply_facts(reply: dict[str, Any], subject: str) -> list[str]:
     """The facts of a parsed reply `{"facts": [...]}`: each item split into single
     facts, named after `subject`, repeats dropped, at most MAX_FACTS."""
+    return [fact for fact, _ in reply_items(reply, subject)]
+
+
+def reply_items(reply: dict[str, Any], subject: str) -> list[tuple[str, Any]]:
+    """`reply_facts`, each fact with the reply item it was cut from."""
     facts = reply.get("facts")
     seen: set[str] = set()
-    out: list[str] = []
+    out: list[tuple[str, Any]] = []
     for item in facts if isinstance(facts, list) else []:
         text = " ".join(str(item).split())
         for piece in split_facts(text) if text else []:
@@ -207,7 +213,7 @@ def reply_facts(reply: dict[str, Any], subject: str) -> list[str]:
             if key in seen:  # a repeating reply: its first copy is enough
                 continue
             seen.add(key)
-            out.append(piece)
+            out.append((piece, item))
     return out[:MAX_FACTS]
 
 
@@ -280,6 +286,7 @@ class FactExtractor:
                 purpose="extract",
                 max_tokens=self.max_tokens,
                 check=FactsReply.model_validate,  # another shape is a failed call, not "no facts"
+                confidence=True,  # for LOW_CONFIDENCE: the model's own certainty of each fact
             )
             for prompt, reply in zip(asked, replies, strict=True):
                 if isinstance(reply, Exception):
@@ -299,7 +306,8 @@ class FactExtractor:
     ) -> set[str]:
         """The checks on one turn's reply: kept facts go to `out`, refused ones to
         `noops`; returns what the person has said so far."""
-        for written in reply_facts(reply, asked.subject):
+        sure = reply.get(CONFIDENCE_KEY) or {}
+        for written, item in reply_items(reply, asked.subject):
             verdict = check(
                 dated(written, asked.dates),
                 asked.subject,
@@ -307,6 +315,7 @@ class FactExtractor:
                 asked.before.content if asked.before else None,
                 settings=self.rules,
                 language=asked.language,
+                confidence=sure.get(item) if isinstance(item, str) else None,
             )
             fact, refused = verdict.fact, verdict.refused
             code, why = (refused.code, refused.detail) if refused else (None, None)

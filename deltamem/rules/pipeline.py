@@ -26,6 +26,8 @@ class FactInput:
     before: str | None  # the assistant's message just before it
     language: str = "en"
     settings: RuleSettings = field(default=DEFAULT)
+    # the mean token log-probability the extractor wrote the fact with, if known
+    confidence: float | None = None
 
     @cached_property
     def own(self) -> set[str]:
@@ -69,12 +71,14 @@ def check(
     settings: RuleSettings = DEFAULT,
     language: str | None = None,
     trace: bool = False,
+    confidence: float | None = None,
 ) -> Verdict:
-    """`fact` through the fact-stage rules that are on and read the turn's language."""
+    """`fact` through the fact-stage rules that are on and read the turn's language;
+    `confidence`: the extractor's mean token log-probability for it, if known."""
     from deltamem.rules.registry import rules_for  # the registry imports the rules
 
     lang = language or language_of(said)
-    current = FactInput(fact, subject, said, before, lang, settings)
+    current = FactInput(fact, subject, said, before, lang, settings, confidence)
     rewrites: list[Outcome] = []
     fired: list[str] = []
     refused: Outcome | None = None

@@ -7,7 +7,7 @@ prints this list. A rule lands here with those three figures, or not at all.
 
 from __future__ import annotations
 
-from deltamem.rules import endings, grounding, listener, other_languages, whose
+from deltamem.rules import confidence, endings, grounding, listener, other_languages, whose
 from deltamem.rules.base import Rule, Stage
 
 EN = frozenset({"en"})
@@ -153,6 +153,16 @@ _ALL: list[Rule] = [
         "a spouse or partner named where no sentence of the message names them as one",
         EN,
         whose.spouse,
+    ),
+    Rule(
+        "LOW_CONFIDENCE",
+        "fact",
+        "refuse",
+        "the extractor wrote the fact unsure: the mean log-probability of its tokens is "
+        "under the floor (off by default: floor minus infinity)",
+        None,
+        confidence.low,
+        {"mean": float("-inf")},
     ),
     # --- session: a fact against the rest of its session -------------------------
     Rule(
