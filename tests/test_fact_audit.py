@@ -115,3 +115,37 @@ def test_the_committed_audit_is_read_by_both_readers(audit) -> None:
             assert (label, point) == ("right", "0") or (label == "wrong" and point in set("123456"))
     # the figures docs/results.md gives (section 9)
     assert audit.report(AUDIT) == {"facts": 240, "agree": 219, "both": 62, "either": 83}
+
+
+@pytest.fixture(scope="module")
+def confidence():
+    path = ROOT / "benchmarks" / "extract_confidence.py"
+    spec = importlib.util.spec_from_file_location("extract_confidence", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["extract_confidence"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_confidence_report_finds_audited_facts_and_scores_them(confidence, tmp_path) -> None:
+    """benchmarks/extract_confidence.py `report`: each agreed audited fact is found
+    among the facts written again by its words, the AUC is of right above wrong, and a
+    floor counts what it would refuse."""
+    labels = confidence._labels()
+    keys = [json.loads(line) for line in (AUDIT / "key.jsonl").open()]
+    right = [k for k in keys if labels.get(k["id"]) == "right" and k["bank"].startswith("lc26")][:2]
+    wrong = [k for k in keys if labels.get(k["id"]) == "wrong" and k["bank"].startswith("lc26")][:2]
+    lines = [
+        # reworded a little (a full stop, another case), the same content words
+        {"id": k["id"], "bank": k["bank"], "turn": 1, "kept": [[k["fact"].upper() + ".", c]]}
+        for k, c in zip([*right, *wrong], [-0.1, -0.7, -0.65, -0.9], strict=True)
+    ]
+    lines.append({"id": keys[0]["id"], "bank": "lc26-s10", "turn": 2, "kept": [["Nobody", -5.0]]})
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = confidence.report(path)
+    assert out["found"] == 4
+    assert out["groups"]["all"] == {"right": 2, "wrong": 2, "auc": 0.75}  # -0.7 < -0.65
+    assert out["floors"]["-0.6"] == {"wrong": 2, "right": 1}
+    assert out["floors"]["-0.8"] == {"wrong": 1, "right": 0}
