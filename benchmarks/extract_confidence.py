@@ -100,19 +100,21 @@ def ask(runs: Path, out: Path, llm_spec: str, batch: int) -> None:
                 confidence=True,
             )
             for (key, p, said_before), reply in zip(group, replies, strict=True):
+                if isinstance(reply, Exception):  # not written: a resumed run asks it again
+                    print(f"{key['id']} turn {p.turn}: {reply}", flush=True)
+                    continue
                 kept: list[tuple[str, float | None]] = []
-                if not isinstance(reply, Exception):
-                    sure = reply.get(CONFIDENCE_KEY) or {}
-                    for written, item in extract.reply_items(reply, p.subject):
-                        verdict = check(
-                            dated(written, p.dates),
-                            p.subject,
-                            p.said,
-                            p.before.content if p.before else None,
-                            language=p.language,
-                        )
-                        if verdict.kept and extract.news(verdict.fact, p.subject, said_before):
-                            kept.append((verdict.fact, sure.get(item)))
+                sure = reply.get(CONFIDENCE_KEY) or {}
+                for written, item in extract.reply_items(reply, p.subject):
+                    verdict = check(
+                        dated(written, p.dates),
+                        p.subject,
+                        p.said,
+                        p.before.content if p.before else None,
+                        language=p.language,
+                    )
+                    if verdict.kept and extract.news(verdict.fact, p.subject, said_before):
+                        kept.append((verdict.fact, sure.get(item)))
                 line = {"id": key["id"], "bank": key["bank"], "turn": p.turn, "kept": kept}
                 f.write(json.dumps(line) + "\n")
             f.flush()

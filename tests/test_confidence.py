@@ -47,6 +47,29 @@ def test_escaped_and_non_ascii_strings_are_found_by_their_bytes() -> None:
     assert got == {'Léa says "bonjour" daily': -1.0, "Léa lives in Lyon": -0.25}
 
 
+def test_a_string_is_found_as_a_literal_not_inside_a_key() -> None:
+    text = '{"facts": ["facts"]}'
+    value_at = text.index('["') + 1  # the value's opening quote
+    ends = _tokens(text, [value_at])  # the key is one token, the value the other
+    assert string_confidence(text, (-4.0, -0.5), ends, ["facts"]) == {"facts": -0.5}
+
+
+def test_rules_as_json_are_strict_json() -> None:
+    """A floor of minus infinity (a rule off by default) is printed as null."""
+    from typer.testing import CliRunner
+
+    from deltamem.cli.main import app
+
+    out = CliRunner().invoke(app, ["rules", "--json"])
+    assert out.exit_code == 0
+
+    def no_constants(name: str) -> None:
+        raise ValueError(name)
+
+    rules = json.loads(out.stdout, parse_constant=no_constants)
+    assert {"mean": None} in [r["thresholds"] for r in rules if r["code"] == "LOW_CONFIDENCE"]
+
+
 def test_no_log_probabilities_give_no_confidence() -> None:
     assert string_confidence('{"facts": ["x y z"]}', (), (), ["x y z"]) == {}
     assert string_confidence('{"facts": ["x y z"]}', (-1.0,), (3, 9), ["x y z"]) == {}
@@ -65,7 +88,7 @@ def test_the_real_decoder_reports_each_tokens_log_probability(tiny: Any) -> None
         {"role": "user", "content": "Ada: I moved to Lisbon and I work as a nurse."},
     ]
     (out,) = tiny._chat_many([ask], schema=SCHEMA, max_tokens=48, temperature=0.0, timeout=60)
-    assert len(out.logprobs) == len(out.token_ends) == out.completion_tokens > 0
+    assert 0 < len(out.logprobs) == len(out.token_ends) <= out.completion_tokens
     assert all(-50.0 < lp <= 0.0 for lp in out.logprobs)
     assert list(out.token_ends) == sorted(set(out.token_ends))
     assert out.token_ends[-1] == len(out.text.encode("utf-8"))

@@ -162,6 +162,7 @@ def rules(
     effect, languages and what each refuses or rewrites (switch one off with
     ManagerConfig(rules=RuleSettings(off={...})); figures in docs/rules.md)."""
     import json
+    import math
 
     from deltamem.rules import all_rules
 
@@ -175,7 +176,8 @@ def rules(
             "stage": r.stage,
             "effect": r.effect,
             "languages": sorted(r.languages) if r.languages else "any",
-            "thresholds": dict(r.thresholds),
+            # a floor of minus infinity (a rule off by default) is null: JSON has no -inf
+            "thresholds": {k: v if math.isfinite(v) else None for k, v in r.thresholds.items()},
             "summary": r.summary,
         }
         for r in shown

@@ -54,8 +54,9 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     cached_tokens: int = 0  # prompt tokens served from a KV / prompt cache
-    # each reply token's log-probability and where its bytes end in the UTF-8 text,
-    # where the engine gives them (llama.cpp): see `deltamem.llm.confidence`
+    # each reply token's log-probability and where its bytes end in the reply (the
+    # raw bytes, which `text` decodes), where the engine gives them (llama.cpp):
+    # see `deltamem.llm.confidence`
     logprobs: tuple[float, ...] = ()
     token_ends: tuple[int, ...] = ()
 
@@ -430,7 +431,8 @@ class LLM(ABC):
         retries, the LLMOutputError. Every call is logged on its own, the batch's
         seconds shared among them. `confidence`: each object read from the batch
         also carries, under CONFIDENCE_KEY, the mean token log-probability of each
-        of its strings where the engine gives them (`deltamem.llm.confidence`)."""
+        of its strings where the engine gives them (`deltamem.llm.confidence`); a
+        reply asked again after a failure carries none."""
         if not prompts:
             return []
         parse = self._json_reader(check)

@@ -3,10 +3,11 @@
 A greedy reply is the model's best guess token by token; where it was unsure, the
 chosen tokens had low probability. Averaged over the tokens of one string of the
 reply (one fact of an extraction), that is the model's own confidence in the
-string: on the fact audit's 176 facts the two readers agree on, the extractor's
-mean token log-probability separates right from wrong facts with an AUC of 0.75
-(0.82 on the banks it was first read on, 0.71 on the others), where asking the same
-model whether a fact holds scored 0.60 (docs/journal/benchmarks.md).
+string: on 180 of the fact audit's facts (those the two readers agree on that the
+extractor wrote again), the extractor's mean token log-probability separates right
+from wrong facts with an AUC of 0.75 (0.82 on the conversations it was first read
+on, 0.77 on the other LoCoMo ones, 0.64 on HaluMem), where asking the same model
+whether a fact holds scored 0.60 (docs/rules.md, "The extractor's own confidence").
 """
 
 from __future__ import annotations
@@ -23,20 +24,25 @@ def string_confidence(
     text: str, logprobs: Sequence[float], token_ends: Sequence[int], strings: Sequence[str]
 ) -> dict[str, float]:
     """The mean log-probability of the reply tokens that overlap each of `strings`
-    as it is written in `text` (JSON-escaped), each found after the one before:
-    the strings of a JSON reply in their order. A string not found, or a reply
-    without token log-probabilities, gets no entry."""
+    as it is written in `text` (a JSON string literal, quotes and all, escaped as
+    `json.dumps` escapes it), each found after the one before: the strings of a
+    JSON reply in their order. A string not found (written with other escapes,
+    `\\u00e9` for `é`), or a reply without token log-probabilities, gets no entry."""
     if not logprobs or len(logprobs) != len(token_ends):
         return {}
-    raw = text.encode("utf-8")
+    raw = text.encode("utf-8", "surrogatepass")
     out: dict[str, float] = {}
     cursor = 0
     for string in strings:
-        written = json.dumps(string, ensure_ascii=False)[1:-1].encode("utf-8")
-        at = raw.find(written, cursor) if written else -1
+        # the literal with its quotes ("act" is not inside "facts"), and not a key
+        literal = json.dumps(string, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        at = raw.find(literal, cursor)
+        while at >= 0 and raw[at + len(literal) :].lstrip().startswith(b":"):
+            at = raw.find(literal, at + len(literal))
         if at < 0:
             continue
-        cursor = end = at + len(written)
+        cursor = at + len(literal)
+        at, end = at + 1, cursor - 1  # the string's own bytes, between the quotes
         start = 0
         spans = []
         for lp, token_end in zip(logprobs, token_ends, strict=True):

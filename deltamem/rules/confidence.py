@@ -2,10 +2,13 @@
 
 The one fact rule that reads no words: the mean log-probability of the tokens the
 extractor wrote for the fact (`deltamem.llm.confidence`), given where the engine
-reports it (llama.cpp). It is off by default (its floor is minus infinity): on the
-fact audit's agreed facts it separates right from wrong with an AUC of 0.75, but at
-every floor tried it refuses right facts as well (at -0.6, 14 wrong and 8 right of
-176), above the rules' bar of 1% wrongly refused; docs/rules.md.
+reports it (llama.cpp; a reply asked again after a failure, or from a server that
+gives none, carries none, and the rule passes its facts). Each fact cut from one
+reply item gets that item's mean. It is off by default (its floor is minus
+infinity): on 180 of the fact audit's agreed facts it separates right from wrong
+with an AUC of 0.75, but at every floor tried it refuses right facts as well (at
+-0.6, 17 wrong and 9 right of 180), above the rules' bar of 1% wrongly refused;
+docs/rules.md, "The extractor's own confidence".
 """
 
 from __future__ import annotations
