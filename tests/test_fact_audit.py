@@ -17,14 +17,18 @@ SCRIPT = ROOT / "benchmarks" / "fact_audit.py"
 AUDIT = ROOT / "benchmarks" / "data" / "fact_audit"
 
 
-@pytest.fixture(scope="module")
-def audit():
-    spec = importlib.util.spec_from_file_location("fact_audit", SCRIPT)
+def _script(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
-    sys.modules["fact_audit"] = module
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def audit():
+    return _script("fact_audit", SCRIPT)
 
 
 def _bank(run: Path, facts: int) -> None:
@@ -119,13 +123,7 @@ def test_the_committed_audit_is_read_by_both_readers(audit) -> None:
 
 @pytest.fixture(scope="module")
 def confidence():
-    path = ROOT / "benchmarks" / "extract_confidence.py"
-    spec = importlib.util.spec_from_file_location("extract_confidence", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["extract_confidence"] = module
-    spec.loader.exec_module(module)
-    return module
+    return _script("extract_confidence", ROOT / "benchmarks" / "extract_confidence.py")
 
 
 def test_the_confidence_report_finds_audited_facts_and_scores_them(confidence, tmp_path) -> None:
