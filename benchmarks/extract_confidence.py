@@ -24,11 +24,8 @@ from collections import Counter
 from contextlib import closing
 from pathlib import Path
 
-from deltamem.llm.confidence import CONFIDENCE_KEY
 from deltamem.llm.factory import make_llm
 from deltamem.manager import extract
-from deltamem.manager.dates import dated
-from deltamem.rules import check
 from deltamem.text import stems_of
 from deltamem.types import Message, SessionRecord
 
@@ -103,18 +100,11 @@ def ask(runs: Path, out: Path, llm_spec: str, batch: int) -> None:
                 if isinstance(reply, Exception):  # not written: a resumed run asks it again
                     print(f"{key['id']} turn {p.turn}: {reply}", flush=True)
                     continue
-                kept: list[tuple[str, float | None]] = []
-                sure = reply.get(CONFIDENCE_KEY) or {}
-                for written, item in extract.reply_items(reply, p.subject):
-                    verdict = check(
-                        dated(written, p.dates),
-                        p.subject,
-                        p.said,
-                        p.before.content if p.before else None,
-                        language=p.language,
-                    )
-                    if verdict.kept and extract.news(verdict.fact, p.subject, said_before):
-                        kept.append((verdict.fact, sure.get(item)))
+                kept = [
+                    (read.fact, read.confidence)
+                    for read in extract.read_reply(p, reply, said_before)
+                    if read.why is None
+                ]
                 line = {"id": key["id"], "bank": key["bank"], "turn": p.turn, "kept": kept}
                 f.write(json.dumps(line) + "\n")
             f.flush()

@@ -214,12 +214,13 @@ class Decoder:
         return [r for r in results if r is not None]
 
     def _result(self, run: _Run) -> Result:
+        pieces = [self._bytes(token) for token in run.out]
         ends, end = [], 0
-        for token in run.out:
-            end += len(self._bytes(token))
+        for piece in pieces:
+            end += len(piece)
             ends.append(end)
         return Result(
-            self._text(run.out),
+            b"".join(pieces).decode("utf-8", errors="replace"),
             len(run.request.tokens),
             len(run.out) + run.dropped,
             run.evaluated,

@@ -248,6 +248,46 @@ def news(fact: str, subject: str, said_before: set[str]) -> bool:
     return not content or bool(content - said_before)
 
 
+@dataclass(frozen=True)
+class ReadFact:
+    """A fact of a reply after the checks: as kept, and the refusal's code and
+    detail (None: kept); `confidence`: the model's mean token log-probability."""
+
+    fact: str
+    code: str | None
+    why: str | None
+    confidence: float | None
+
+
+def read_reply(
+    asked: TurnPrompt,
+    reply: dict[str, Any],
+    said_before: set[str],
+    rules: RuleSettings = DEFAULT,
+) -> list[ReadFact]:
+    """Each fact of one turn's reply through the fact rules and NOTHING_NEW
+    (`said_before`: the stems of the person's earlier messages of the session)."""
+    sure = reply.get(CONFIDENCE_KEY) or {}
+    out = []
+    for written, item in reply_items(reply, asked.subject):
+        confidence = sure.get(item) if isinstance(item, str) else None
+        verdict = check(
+            dated(written, asked.dates),
+            asked.subject,
+            asked.said,
+            asked.before.content if asked.before else None,
+            settings=rules,
+            language=asked.language,
+            confidence=confidence,
+        )
+        fact, refused = verdict.fact, verdict.refused
+        code, why = (refused.code, refused.detail) if refused else (None, None)
+        if why is None and rules.on("NOTHING_NEW") and not news(fact, asked.subject, said_before):
+            code, why = "NOTHING_NEW", "says nothing the person had not said earlier in the session"
+        out.append(ReadFact(fact, code, why, confidence))
+    return out
+
+
 class FactExtractor:
     def __init__(
         self,
@@ -306,32 +346,17 @@ class FactExtractor:
     ) -> set[str]:
         """The checks on one turn's reply: kept facts go to `out`, refused ones to
         `noops`; returns what the person has said so far."""
-        sure = reply.get(CONFIDENCE_KEY) or {}
-        for written, item in reply_items(reply, asked.subject):
-            verdict = check(
-                dated(written, asked.dates),
-                asked.subject,
-                asked.said,
-                asked.before.content if asked.before else None,
-                settings=self.rules,
-                language=asked.language,
-                confidence=sure.get(item) if isinstance(item, str) else None,
-            )
-            fact, refused = verdict.fact, verdict.refused
-            code, why = (refused.code, refused.detail) if refused else (None, None)
-            if (
-                why is None
-                and self.rules.on("NOTHING_NEW")
-                and not news(fact, asked.subject, said_before)
-            ):
-                code, why = (
-                    "NOTHING_NEW",
-                    "says nothing the person had not said earlier in the session",
-                )
-            if why is None:
-                out.append(Candidate(fact, asked.turn))
+        for read in read_reply(asked, reply, said_before, self.rules):
+            if read.why is None:
+                out.append(Candidate(read.fact, asked.turn))
             else:
                 noops.append(
-                    Operation(op="none", content=fact, turns=[asked.turn], note=why, rule=code)
+                    Operation(
+                        op="none",
+                        content=read.fact,
+                        turns=[asked.turn],
+                        note=read.why,
+                        rule=read.code,
+                    )
                 )
         return said_before | stems_of(asked.said)
