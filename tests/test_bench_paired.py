@@ -173,3 +173,38 @@ def test_two_users_pool_their_questions(tmp_path: Path) -> None:
     assert "in pairs" in res.output
     with pytest.raises(CompareError, match="share no question"):
         compare_runs([a0], [b3])
+
+
+def test_halumem_sessions_pair_by_their_state_f1(tmp_path: Path) -> None:
+    """A write-path change compared on HaluMem: each evaluated session's memory-state F1
+    beside the same session's in the other run; filler sessions and sessions one run
+    lacks are left out."""
+
+    def session(system: str, i: int, r_trans: float | None, filler: bool = False) -> dict:
+        state = None if r_trans is None else {"r_trans": r_trans}
+        return {
+            "key": f"{system}|u1|{i}|session",
+            "kind": "session",
+            "system": system,
+            "filler": filler,
+            "state": state,
+        }
+
+    a = write_run(
+        tmp_path / "a",
+        [halumem_q("deltamem", 0, 0.5)]
+        + [session("deltamem", i, 0.2) for i in range(3)]
+        + [session("deltamem", 3, None, filler=True)],
+    )
+    b = write_run(
+        tmp_path / "b",
+        [halumem_q("deltamem-floor", 0, 0.5)]
+        + [session("deltamem-floor", i, 0.3) for i in range(2)]
+        + [session("deltamem-floor", 3, None, filler=True), session("deltamem-floor", 4, 0.9)],
+    )
+    result = compare_runs(a, b, "deltamem", "deltamem-floor")
+    state = {f["figure"]: f for f in result["figures"]}["state F1 (a session)"]
+    assert (state["n"], state["a"], state["b"]) == (2, 0.2, 0.3)
+    assert state["diff"] == pytest.approx(0.1)
+    assert state["low"] == pytest.approx(0.1) and state["high"] == pytest.approx(0.1)
+    assert "| state F1 (a session) | 2 | 0.200 | 0.300 | +0.100 |" in markdown(result)

@@ -7,7 +7,10 @@ module pairs the two systems' records by question, counts where they differ,
 and says how sure the difference is: a paired bootstrap interval of the
 difference of the means (the questions resampled, both systems' outcomes kept
 together) and, for right/wrong outcomes, McNemar's exact test on the questions
-only one system got right.
+only one system got right. On HaluMem the evaluated sessions are paired too, by
+their memory-state F1 against the session's gold points: how a change to the
+write path moves `state_f1`, session by session (two runs of one system, one
+with the change, compare as well as two systems).
 
     deltamem bench compare runs/u3-deltamem runs/u3-retrieval
     deltamem bench compare runs/h1 runs/h1 --systems deltamem,retrieval
@@ -60,12 +63,25 @@ FIGURES: dict[str, list[tuple[str, Callable[[Record], float | None], bool]]] = {
         ("QA correct", _halumem_correct, True),
         ("answer F1", _number("answer_f1"), False),
         ("evidence coverage", _number("evidence_coverage"), False),
+        ("evidence recall", _number("evidence_recall"), False),
     ],
     "locomo": [
         ("judge", _locomo_judge, True),
         ("F1", _number("f1"), False),
         ("evidence recall", _number("evidence_recall"), False),
     ],
+}
+
+
+def _state_f1(r: Record) -> float | None:
+    state = r.get("state")
+    return None if not state else float(state["r_trans"])
+
+
+# per benchmark, the figures paired by evaluated session rather than by question
+SESSION_FIGURES: dict[str, list[tuple[str, Callable[[Record], float | None], bool]]] = {
+    "halumem": [("state F1 (a session)", _state_f1, False)],
+    "locomo": [],
 }
 
 
@@ -107,6 +123,16 @@ def question_records(run: Path, system: str | None) -> tuple[str, dict[str, Reco
         str(r["key"]).split("|", 1)[1]: r
         for r in records
         if r.get("system") == system and not _off_headline(r)
+    }
+
+
+def session_records(run: Path, system: str) -> dict[str, Record]:
+    """The run's evaluated (not filler) session records of `system`, keyed as
+    `question_records` keys questions."""
+    return {
+        str(r["key"]).split("|", 1)[1]: r
+        for r in judged_records(run)
+        if r.get("kind") == "session" and r.get("system") == system and not r.get("filler")
     }
 
 
@@ -182,6 +208,8 @@ def compare_runs(
         raise CompareError("give as many runs of B as of A")
     a: dict[str, Record] = {}
     b: dict[str, Record] = {}
+    sa: dict[str, Record] = {}
+    sb: dict[str, Record] = {}
     names_a, names_b = set(), set()
     for ra, rb in zip(runs_a, runs_b, strict=True):
         name_a, qa = question_records(ra, system_a)
@@ -192,11 +220,14 @@ def compare_runs(
         names_b.add(name_b)
         a.update(qa)
         b.update(qb)
+        sa.update(session_records(ra, name_a))
+        sb.update(session_records(rb, name_b))
     benches = {benchmark_of(list(a.values())), benchmark_of(list(b.values()))}
     if len(benches) != 1:
         raise CompareError("the runs are of different benchmarks")
     bench = benches.pop()
     rows = [pair_figure(f, read, binary, a, b) for f, read, binary in FIGURES[bench]]
+    rows += [pair_figure(f, read, binary, sa, sb) for f, read, binary in SESSION_FIGURES[bench]]
     return {
         "benchmark": bench,
         "a": {"runs": [str(r) for r in runs_a], "system": ", ".join(sorted(names_a))},
