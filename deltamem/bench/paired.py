@@ -87,7 +87,8 @@ SESSION_FIGURES: dict[str, list[tuple[str, Callable[[Record], float | None], boo
 
 @dataclass(frozen=True)
 class Paired:
-    """One figure over the questions both systems answered."""
+    """One figure over the questions (or HaluMem's evaluated sessions) both systems
+    have."""
 
     figure: str
     n: int
@@ -101,10 +102,13 @@ class Paired:
     p_value: float | None = None  # McNemar's exact test (two-sided)
 
 
-def question_records(run: Path, system: str | None) -> tuple[str, dict[str, Record]]:
+def question_records(
+    run: Path, records: Sequence[Record], system: str | None
+) -> tuple[str, dict[str, Record]]:
     """The run's question records of one system, keyed by the question (the key
-    without the system's name), with the verdicts its judges stored."""
-    records = [r for r in judged_records(run) if r.get("kind") == "question"]
+    without the system's name); `records`: the run's, with the verdicts its judges
+    stored (`judged_records`)."""
+    records = [r for r in records if r.get("kind") == "question"]
     systems = list(dict.fromkeys(str(r.get("system")) for r in records))
     if system is None:
         # a run answered again keeps the other systems' records unanswered
@@ -126,12 +130,12 @@ def question_records(run: Path, system: str | None) -> tuple[str, dict[str, Reco
     }
 
 
-def session_records(run: Path, system: str) -> dict[str, Record]:
-    """The run's evaluated (not filler) session records of `system`, keyed as
+def session_records(records: Sequence[Record], system: str) -> dict[str, Record]:
+    """A run's evaluated (not filler) session records of `system`, keyed as
     `question_records` keys questions."""
     return {
         str(r["key"]).split("|", 1)[1]: r
-        for r in judged_records(run)
+        for r in records
         if r.get("kind") == "session" and r.get("system") == system and not r.get("filler")
     }
 
@@ -211,17 +215,24 @@ def compare_runs(
     sa: dict[str, Record] = {}
     sb: dict[str, Record] = {}
     names_a, names_b = set(), set()
+    loaded: dict[Path, list[Record]] = {}  # a run read once, though it may hold A and B
+
+    def records_of(run: Path) -> list[Record]:
+        if run not in loaded:
+            loaded[run] = judged_records(run)
+        return loaded[run]
+
     for ra, rb in zip(runs_a, runs_b, strict=True):
-        name_a, qa = question_records(ra, system_a)
-        name_b, qb = question_records(rb, system_b)
+        name_a, qa = question_records(ra, records_of(ra), system_a)
+        name_b, qb = question_records(rb, records_of(rb), system_b)
         if not set(qa) & set(qb):
             raise CompareError(f"{ra} and {rb} share no question")
         names_a.add(name_a)
         names_b.add(name_b)
         a.update(qa)
         b.update(qb)
-        sa.update(session_records(ra, name_a))
-        sb.update(session_records(rb, name_b))
+        sa.update(session_records(records_of(ra), name_a))
+        sb.update(session_records(records_of(rb), name_b))
     benches = {benchmark_of(list(a.values())), benchmark_of(list(b.values()))}
     if len(benches) != 1:
         raise CompareError("the runs are of different benchmarks")
