@@ -501,7 +501,7 @@ class Memory:
                 question,
                 user_id,
                 limit=limit + SUPERSEDED_SPARE,
-                facts=limit // 2,
+                facts=limit // 2 if self.config.beside_facts is None else self.config.beside_facts,
                 agent_id=agent_id,
             )
             read: OutdatedCache = {}  # the raw turns and the led ones share sessions

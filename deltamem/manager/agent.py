@@ -89,6 +89,8 @@ class ManagerConfig:
     # ("facts"), or both. On LoCoMo the 1.5B answerer judged right more often from the
     # turns: a wrong fact misled it, its turn did not (docs/journal/benchmarks.md)
     beside: Beside = "turns"
+    # how many of the best facts lead to what is beside (None: half the turns read)
+    beside_facts: int | None = None
 
     @classmethod
     def from_env(cls) -> ManagerConfig:
@@ -109,7 +111,22 @@ class ManagerConfig:
                 f"DELTAMEM_BESIDE={beside!r}: what answers read beside the turns is "
                 + ", ".join(repr(b) for b in BESIDE)
             )
-        return cls(strategy=strategy, decide=decide, beside=beside)  # type: ignore[arg-type]
+        raw = os.environ.get("DELTAMEM_BESIDE_FACTS", "").strip()
+        try:
+            beside_facts = int(raw) if raw else None
+        except ValueError:
+            beside_facts = -1
+        if beside_facts is not None and beside_facts < 0:
+            raise ValueError(
+                f"DELTAMEM_BESIDE_FACTS={raw!r}: how many facts lead to what answers read "
+                "beside the turns is a whole number, 0 or more"
+            )
+        return cls(
+            strategy=strategy,  # type: ignore[arg-type]
+            decide=decide,  # type: ignore[arg-type]
+            beside=beside,  # type: ignore[arg-type]
+            beside_facts=beside_facts,
+        )
 
 
 @dataclass
