@@ -107,3 +107,37 @@ def test_a_fact_brings_its_turn_where_the_raw_search_did_not_reach_it(
     assert TURNS[0] not in plain  # the raw search alone does not reach the dog
     got = [h.memory.content for h in mem.context(question, user_id="alice", limit=2)]
     assert TURNS[0] in got  # the one fact (the dog's) led to its turn
+
+
+def test_how_many_facts_lead_is_a_setting(make_memory: Callable[..., Memory]) -> None:
+    question = "Who is visiting Alice from Porto next month?"
+    led = written(make_memory, "turns")
+    assert TURNS[0] in [h.memory.content for h in led.context(question, user_id="alice", limit=2)]
+    llm = ScriptedLLM()
+    none = make_memory(
+        llm, dataclasses.replace(SESSION, beside="turns", beside_facts=0), name="none"
+    )
+    llm.push(ops(add("Alice has a dog named Rufus.")))
+    none.add(
+        [{"role": "user", "content": t} for t in TURNS],
+        user_id="alice",
+        session_id="s1",
+        timestamp="2025-03-01",
+    )
+    assert none.get_all(user_id="alice")  # the fact is there, and leads nowhere
+    # with no fact leading, what is read is the raw search's turns alone
+    plain = [h.memory.content for h in none.searcher.beside(question, "alice", limit=2, facts=0)]
+    assert [h.memory.content for h in none.context(question, user_id="alice", limit=2)] == plain
+
+
+def test_the_number_of_leading_facts_comes_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("DELTAMEM_BESIDE_FACTS", raising=False)
+    assert ManagerConfig.from_env().beside_facts is None  # half the turns read
+    monkeypatch.setenv("DELTAMEM_BESIDE_FACTS", "3")
+    assert ManagerConfig.from_env().beside_facts == 3
+    for bad in ("-1", "three"):
+        monkeypatch.setenv("DELTAMEM_BESIDE_FACTS", bad)
+        with pytest.raises(ValueError, match="DELTAMEM_BESIDE_FACTS"):
+            ManagerConfig.from_env()
