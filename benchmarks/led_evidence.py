@@ -39,13 +39,13 @@ SYSTEM = "deltamem"
 LIMIT = 20  # the raw turns a question reads, as the bench asks (--limit)
 
 
-def turn_ids(run: Path, convs: dict[str, lc.LocomoConversation]) -> dict[str, dict[str, list]]:
+def turn_ids(run: Path, convs: dict[str, lc.LocomoConversation]) -> dict[str, dict[str, list[str]]]:
     """Each user's dia_ids by session id, for the sessions the run wrote."""
     added: dict[str, int] = defaultdict(int)
     for r in read_records(run / RESULTS):
         if r.get("kind") == "session" and r.get("system") == SYSTEM:
             added[r["user"]] = max(added[r["user"]], int(r["session"]))
-    out: dict[str, dict[str, list]] = {}
+    out: dict[str, dict[str, list[str]]] = {}
     for user, n in added.items():
         conv = convs[user]
         benches = [lc.to_bench_session(conv, s, both_as_user=True) for s in conv.sessions[:n]]

@@ -112,15 +112,14 @@ class ManagerConfig:
                 + ", ".join(repr(b) for b in BESIDE)
             )
         raw = os.environ.get("DELTAMEM_BESIDE_FACTS", "").strip()
-        try:
-            beside_facts = int(raw) if raw else None
-        except ValueError:
-            beside_facts = -1
-        if beside_facts is not None and beside_facts < 0:
-            raise ValueError(
-                f"DELTAMEM_BESIDE_FACTS={raw!r}: how many facts lead to what answers read "
-                "beside the turns is a whole number, 0 or more"
-            )
+        beside_facts = None
+        if raw:
+            if not raw.isdecimal():
+                raise ValueError(
+                    f"DELTAMEM_BESIDE_FACTS={raw!r}: how many facts lead to what answers "
+                    "read beside the turns is a whole number, 0 or more"
+                )
+            beside_facts = int(raw)
         return cls(
             strategy=strategy,  # type: ignore[arg-type]
             decide=decide,  # type: ignore[arg-type]
