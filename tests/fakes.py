@@ -104,6 +104,21 @@ def unit(*weights: float, dim: int = DIM) -> np.ndarray:
     return (v / np.linalg.norm(v)).astype(np.float32)
 
 
+def locomo_conversation(
+    sessions: list[tuple[str, list[tuple[str, str]]]], sample_id: str = "c1"
+) -> dict[str, Any]:
+    """A LoCoMo conversation as the dataset's JSON holds it, between Ann and Bob:
+    each session its date and its (speaker, text) turns, numbered D<session>:<turn>."""
+    conversation: dict[str, Any] = {"speaker_a": "Ann", "speaker_b": "Bob"}
+    for n, (when, turns) in enumerate(sessions, start=1):
+        conversation[f"session_{n}_date_time"] = when
+        conversation[f"session_{n}"] = [
+            {"speaker": who, "dia_id": f"D{n}:{i}", "text": text}
+            for i, (who, text) in enumerate(turns, start=1)
+        ]
+    return {"sample_id": sample_id, "conversation": conversation, "qa": []}
+
+
 def session(
     session_id: str = "s1",
     user_id: str = "u1",

@@ -7,29 +7,30 @@ import subprocess
 import sys
 from pathlib import Path
 
+from fakes import locomo_conversation
+
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "evidence_at_k.py"
 
-CONVERSATION = {
-    "sample_id": "c1",
-    "conversation": {
-        "speaker_a": "Ann",
-        "speaker_b": "Bob",
-        "session_1_date_time": "1:56 pm on 8 May, 2023",
-        "session_1": [
-            {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a grey cat called Miso."},
-            {"speaker": "Bob", "dia_id": "D1:2", "text": "Lovely! I am learning the cello."},
-        ],
-        "session_2_date_time": "3:00 pm on 9 May, 2023",
-        "session_2": [
-            {"speaker": "Ann", "dia_id": "D2:1", "text": "Miso knocked over my coffee today."},
-            {"speaker": "Bob", "dia_id": "D2:2", "text": "My cello teacher moved to Lyon."},
-        ],
+CONVERSATION = locomo_conversation(
+    [
+        (
+            "1:56 pm on 8 May, 2023",
+            [
+                ("Ann", "I adopted a grey cat called Miso."),
+                ("Bob", "Lovely! I am learning the cello."),
+            ],
+        ),
+        (
+            "3:00 pm on 9 May, 2023",
+            [
+                ("Ann", "Miso knocked over my coffee today."),
+                ("Bob", "My cello teacher moved to Lyon."),
+            ],
+        ),
         # not added by the run: never ranked
-        "session_3_date_time": "3:00 pm on 10 May, 2023",
-        "session_3": [{"speaker": "Ann", "dia_id": "D3:1", "text": "My cat Miso is ill."}],
-    },
-    "qa": [],
-}
+        ("3:00 pm on 10 May, 2023", [("Ann", "My cat Miso is ill.")]),
+    ]
+)
 
 
 def record(key: str, **fields: object) -> str:

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from fakes import SESSION, ScriptedLLM, add, ops
+from fakes import SESSION, ScriptedLLM, add, locomo_conversation, ops
 
 from deltamem.bench.datasets import locomo as lc
 from deltamem.memory import Memory
@@ -21,19 +21,7 @@ TURNS = [
     ("Ann", "I finally repainted the kitchen a pale green."),
     ("Bob", "My sister is visiting from Porto next month."),
 ]
-CONVERSATION = {
-    "sample_id": "c1",
-    "conversation": {
-        "speaker_a": "Ann",
-        "speaker_b": "Bob",
-        "session_1_date_time": "1:56 pm on 8 May, 2023",
-        "session_1": [
-            {"speaker": who, "dia_id": f"D1:{i + 1}", "text": text}
-            for i, (who, text) in enumerate(TURNS)
-        ],
-    },
-    "qa": [],
-}
+CONVERSATION = locomo_conversation([("1:56 pm on 8 May, 2023", TURNS)])
 # the raw search does not reach the dog's turn for this question; the one fact does
 QUESTION = "Who is visiting from Porto next month?"
 
