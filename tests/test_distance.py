@@ -83,6 +83,38 @@ def test_threshold_drops_weak_pairs() -> None:
     assert len(d.pairs) == 1 and d.r_trans == pytest.approx(1.0)
 
 
+def test_weak_pairs_cannot_outbid_a_strong_one() -> None:
+    # cosines p0~t0 0.80, p0~t1 0.60, p1~t0 0.74, p1~t1 0.10: the largest sum over
+    # all matchings (p0-t1, p1-t0: 1.34) has no pair at tau 0.75; among admissible
+    # pairs only p0-t0 is left, and it is kept
+    tv = vecs((1, 0, 0), (0, 1, 0))
+    pv = vecs((0.8, 0.6, 0), (0.74, 0.1, np.sqrt(1 - 0.74**2 - 0.1**2)))
+    pred = ["Ann reads adventure novels", "Ann reads"]
+    target = ["Ann likes adventure novels", "Ann likes books"]
+    kws = [["adventure"], ["books"]]
+    d = state_distance(pred, target, pred_vectors=pv, target_vectors=tv, target_keywords=kws)
+    assert [(p.pred, p.target) for p in d.pairs] == [(0, 0)]
+    assert d.pairs[0].similarity == pytest.approx(0.8)
+    # one more predicted fact does not cost the match the first one made alone
+    alone = state_distance(
+        pred[:1], target, pred_vectors=pv[:1], target_vectors=tv, target_keywords=kws
+    )
+    assert alone.fidelity == d.fidelity == pytest.approx(1.0)
+
+
+def test_a_vetoed_pair_leaves_its_target_to_another() -> None:
+    pv, tv = vecs((1, 0), (0.8, 0.6)), vecs((1, 0))
+    d = state_distance(
+        ["A tea x", "A tea y"],
+        ["A tea"],
+        pred_vectors=pv,
+        target_vectors=tv,
+        target_keywords=[["tea"]],
+        unexpected_update=[True, False],
+    )
+    assert [(p.pred, p.target) for p in d.pairs] == [(1, 0)]
+
+
 def test_unexpected_update_flag_and_predicate_drop_pairs() -> None:
     pv, tv = vecs((1, 0)), vecs((1, 0))
     base = dict(pred_vectors=pv, target_vectors=tv, target_keywords=[["tea"]])

@@ -2,11 +2,15 @@
 
 How far is a predicted memory state from a target state? Entries both states
 share exactly cost nothing. The rest (`Δpred`, `Δtarget`) are aligned one to one
-by embedding cosine (Hungarian assignment, maximising total similarity); pairs
-below `tau`, and pairs whose predicted side is an update of a memory the target
-did not update, are dropped. Each surviving pair earns `s_ij`, the share of the
-target entry's keywords found in the predicted text, so a near-paraphrase that
-loses a name or a number earns partial credit only.
+by embedding cosine (Hungarian assignment, maximising total similarity) among the
+admissible pairs only: pairs below `tau`, and pairs whose predicted side is an
+update of a memory the target did not update, are out of the matching before it is
+made (DeltaMem filters them "in Γ", the set of matchings). Dropping them after the
+assignment instead lets two weak pairs outbid a strong one: a fact near one target
+and loosely near another could be given to the second, below `tau`, and both
+targets go unmatched, so one more predicted fact could lower recall. Each pair
+earns `s_ij`, the share of the target entry's keywords found in the predicted text,
+so a near-paraphrase that loses a name or a number earns partial credit only.
 
     dist+ = |Δpred| − Σ s_ij          (soft false positives)
     dist− = |Δtarget| − Σ s_ij        (soft misses)
@@ -124,6 +128,28 @@ def soft_f1(
     return p, r, 2 * p * r / (p + r + eps)
 
 
+def _admissible(
+    phi: np.ndarray,
+    tau: float,
+    dp: list[int],
+    dt: list[int],
+    pred: Sequence[str],
+    target: Sequence[str],
+    unexpected_update: Sequence[bool] | None,
+    exclude_pair: PairFilter | None,
+) -> np.ndarray:
+    """Which (Δpred, Δtarget) pairs may be matched: similar enough, not from an
+    unexpected update, not vetoed."""
+    ok = phi >= tau
+    if unexpected_update is not None:
+        ok[[a for a, i in enumerate(dp) if unexpected_update[i]], :] = False
+    if exclude_pair is not None:
+        for a, b in zip(*np.nonzero(ok), strict=True):
+            if exclude_pair(pred[dp[a]], target[dt[b]]):
+                ok[a, b] = False
+    return ok
+
+
 def state_distance(
     pred: Sequence[str],
     target: Sequence[str],
@@ -144,7 +170,8 @@ def state_distance(
     Similarity comes from `pred_vectors`/`target_vectors` (rows aligned with
     `pred`/`target`) or from `embed`. `unexpected_update[i]` marks pred[i] as an
     update of a memory the target did not update; `exclude_pair(pred, target)`
-    vetoes any other pair. Both remove a matching after the assignment.
+    vetoes any other pair. Both, like `tau`, keep a pair out of the matching
+    before the assignment is made.
     """
     if target_keywords is not None and len(target_keywords) != len(target):
         raise ValueError("target_keywords must align with target")
@@ -164,15 +191,13 @@ def state_distance(
         else:
             raise ValueError("give either embed or both pred_vectors and target_vectors")
         phi = _unit(pv) @ _unit(tv).T
-        rows, cols = linear_sum_assignment(phi, maximize=True)
+        admissible = _admissible(phi, tau, dp, dt, pred, target, unexpected_update, exclude_pair)
+        # an inadmissible pair weighs nothing, so no matching gains by choosing it
+        rows, cols = linear_sum_assignment(np.where(admissible, phi, 0.0), maximize=True)
         for a, b in zip(rows.tolist(), cols.tolist(), strict=True):
+            if not admissible[a, b]:
+                continue
             sim = float(phi[a, b])
-            if sim < tau:
-                continue
-            if unexpected_update is not None and unexpected_update[dp[a]]:
-                continue
-            if exclude_pair is not None and exclude_pair(pred[dp[a]], target[dt[b]]):
-                continue
             given = target_keywords[dt[b]] if target_keywords is not None else None
             kws = list(given) if given else gold_keywords(target[dt[b]])
             s = fidelity(pred[dp[a]], kws)
