@@ -160,3 +160,31 @@ def test_a_second_run_on_a_busy_run_dir_is_refused_and_writes_nothing(
     )
     assert res.exit_code == 0, res.output
     assert (out / "metrics.json").exists()
+
+
+def test_rescore_computes_the_state_distance_again(tmp_path: Path, scripted: None) -> None:
+    run = tmp_path / "o"
+    args = ["halumem", str(FIX), "--systems", "deltamem", "--out", str(run), "--users", "1"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    records = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    sessions = [r for r in records if r["kind"] == "session" and "gold" in r]
+    assert sessions
+    logged = {r["key"]: r["state"]["r_trans"] for r in sessions}
+    # a run scored by an older distance: its logged states are stale
+    for r in sessions:
+        r["state"]["r_trans"] = 0.123
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "r"
+    res = CliRunner().invoke(app, ["rescore", str(run), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert f"{len(sessions)} sessions scored again, {len(sessions)} moved" in res.output
+    again = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert {r["key"]: r["state"]["r_trans"] for r in again if r["key"] in logged} == pytest.approx(
+        logged
+    )
+    assert len(again) == len(records)  # every other record carried over
+    state_f1 = json.loads((out / "metrics.json").read_text())["deltamem"]["extraction"]["state_f1"]
+    assert state_f1 == pytest.approx(sum(logged.values()) / len(logged))
+    # never over a run already there
+    res = CliRunner().invoke(app, ["rescore", str(run), "--out", str(out)])
+    assert res.exit_code != 0 and "exists" in res.output

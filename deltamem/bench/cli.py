@@ -8,6 +8,7 @@
     deltamem bench personamem questions_32k.csv shared_contexts_32k.jsonl --out runs/pm1
 
     deltamem bench judge runs/h1 --out runs/h1-judged --data DATA.jsonl
+    deltamem bench rescore runs/h1 --out runs/h1-rescored
     deltamem bench report runs/h1
     deltamem bench compare runs/h1 runs/h2
     deltamem bench agreement --judge local --labels bench/labels
@@ -27,7 +28,15 @@ from __future__ import annotations
 
 import typer
 
-from deltamem.bench.cli_after_run import agreement, answer, compare, judge, report, tables
+from deltamem.bench.cli_after_run import (
+    agreement,
+    answer,
+    compare,
+    judge,
+    report,
+    rescore,
+    tables,
+)
 from deltamem.bench.cli_rules import rules
 from deltamem.bench.cli_runs import halumem, locomo, longmemeval, membench, personamem, run
 
@@ -44,6 +53,7 @@ for command in (
     locomo,
     answer,
     judge,
+    rescore,
     membench,
     longmemeval,
     personamem,

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from deltamem.bench.cli_options import (
+    EmbOpt,
     FinishedRunArg,
     JudgeDataOpt,
     JudgeModeOpt,
@@ -149,6 +150,31 @@ def judge(
         console.print(f"[bold]{n}[/bold] questions to judge → {out}")
         metrics = _judge_questions(out, judge_llm, judge_mode, data, bars)
     print_summary(metrics, out)
+
+
+def rescore(
+    run: FinishedRunArg,
+    out: OutOpt,
+    tau: Annotated[
+        float, typer.Option(help="Cosine a predicted and a gold memory need to be paired.")
+    ] = 0.75,
+    embedder: EmbOpt = None,
+) -> None:
+    """Compute a HaluMem run's memory-state distance again (today's `state_distance`,
+    from the memories and gold points each session logged), into OUT (a new
+    directory): no model is called; the judges' verdicts are carried over."""
+    from deltamem.bench.halumem import write_metrics
+    from deltamem.bench.rescore import rescore_states
+    from deltamem.embed import make_embedder
+
+    try:
+        scored, moved = rescore_states(run, out, make_embedder(embedder), tau)
+    except FileExistsError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    if not scored:
+        raise typer.BadParameter(f"{run}: no session logged its memories and gold points")
+    console.print(f"[bold]{scored}[/bold] sessions scored again, {moved} moved → {out}")
+    print_summary(write_metrics(out), out)
 
 
 def report(

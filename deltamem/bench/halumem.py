@@ -57,6 +57,23 @@ QA_K = 20
 METRICS = "metrics.json"
 
 
+def session_state(
+    memories: list[str], gold: list[str], embedder: Embedder, tau: float = DEFAULT_TAU
+) -> dict[str, float]:
+    """What a session record keeps of the state distance between the memories a
+    session produced and its non-distractor gold points (`bench rescore` computes it
+    again from the same two lists)."""
+    dist = state_distance(memories, gold, embed=embedder.embed, tau=tau)
+    return {
+        "r_trans": dist.r_trans,
+        "precision": dist.precision,
+        "recall": dist.recall,
+        "dist_plus": dist.dist_plus,
+        "dist_minus": dist.dist_minus,
+        "pairs": len(dist.pairs),
+    }
+
+
 @dataclass
 class HaluMemRun:
     data: Path
@@ -132,18 +149,10 @@ class _UserRun:
             except Exception as exc:
                 rec["error"] = rec["error"] or error_text(exc)
             gold = [p.memory_content for p in session.memory_points if not p.is_distractor]
-            dist = state_distance(memories, gold, embed=self.embedder.embed, tau=self.run.tau)
             rec |= {
                 "memories": memories,
                 "gold": gold,
-                "state": {
-                    "r_trans": dist.r_trans,
-                    "precision": dist.precision,
-                    "recall": dist.recall,
-                    "dist_plus": dist.dist_plus,
-                    "dist_minus": dist.dist_minus,
-                    "pairs": len(dist.pairs),
-                },
+                "state": session_state(memories, gold, self.embedder, self.run.tau),
             }
             self._items_for_judges(sidx, session, memories)
         self.log.write(rec)
