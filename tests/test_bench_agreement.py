@@ -150,12 +150,23 @@ def test_shipped_labels_are_well_formed() -> None:
     if DEV_DATA.exists():  # accuracy items point at real sessions of the dev data
         sessions = _Sessions(DEV_DATA)
         assert all(sessions.get(i["source"]) is not None for i in labels["accuracy"])
-    # LoCoMo items come from conv-26, not conv-30 (the conversation the tables are on),
-    # and quote its questions and reference answers exactly
-    assert {i["source"]["sample_id"] for i in labels["locomo"]} == {"conv-26"}
-    locomo_dev = DEV_DATA.parent / "locomo" / "locomo10-dev.json"
-    if locomo_dev.exists():
-        conv = next(c for c in json.loads(locomo_dev.read_text()) if c["sample_id"] == "conv-26")
+    # LoCoMo items come from conv-26 (written by us) and conv-41-43 (the embedded
+    # answerer's, read by two blind readers), not conv-30, and quote the questions and
+    # reference answers of the conversation they name exactly
+    by_conv: dict[str, set[tuple[str, str]]] = {}
+    for i in labels["locomo"]:
+        key = (i["inputs"]["question"], i["inputs"]["answer"])
+        by_conv.setdefault(i["source"]["sample_id"], set()).add(key)
+    assert set(by_conv) == {"conv-26", "conv-41", "conv-42", "conv-43"}
+    for name, conv_id in (
+        ("locomo10-dev.json", "conv-26"),
+        ("locomo10-dev-more.json", "conv-41"),
+        ("locomo10-dev-more.json", "conv-42"),
+        ("locomo10-dev-more.json", "conv-43"),
+    ):
+        path = DEV_DATA.parent / "locomo" / name
+        if not path.exists():
+            continue
+        conv = next(c for c in json.loads(path.read_text()) if c["sample_id"] == conv_id)
         gold = {(q["question"], str(q["answer"])) for q in conv["qa"] if "answer" in q}
-        quoted = {(i["inputs"]["question"], i["inputs"]["answer"]) for i in labels["locomo"]}
-        assert quoted <= gold
+        assert by_conv[conv_id] <= gold, conv_id
