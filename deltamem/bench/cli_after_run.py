@@ -156,8 +156,12 @@ def rescore(
     run: FinishedRunArg,
     out: OutOpt,
     tau: Annotated[
-        float, typer.Option(help="Cosine a predicted and a gold memory need to be paired.")
-    ] = 0.75,
+        float | None,
+        typer.Option(
+            help="Cosine a predicted and a gold memory need to be paired (default the"
+            " distance's own, 0.75)."
+        ),
+    ] = None,
     embedder: EmbOpt = None,
 ) -> None:
     """Compute a HaluMem run's memory-state distance again (today's `state_distance`,
@@ -166,9 +170,12 @@ def rescore(
     from deltamem.bench.halumem import write_metrics
     from deltamem.bench.rescore import rescore_states
     from deltamem.embed import make_embedder
+    from deltamem.train.distance import DEFAULT_TAU
 
     try:
-        scored, moved = rescore_states(run, out, make_embedder(embedder), tau)
+        scored, moved = rescore_states(
+            run, out, make_embedder(embedder), DEFAULT_TAU if tau is None else tau
+        )
     except FileExistsError as exc:
         raise typer.BadParameter(str(exc)) from exc
     if not scored:
