@@ -188,3 +188,10 @@ def test_rescore_computes_the_state_distance_again(tmp_path: Path, scripted: Non
     # never over a run already there
     res = CliRunner().invoke(app, ["rescore", str(run), "--out", str(out)])
     assert res.exit_code != 0 and "exists" in res.output
+    # a run without HaluMem sessions: a clear error, and no directory left behind
+    empty = tmp_path / "e"
+    empty.mkdir()
+    (empty / "results.jsonl").write_text(json.dumps({"kind": "question", "key": "q"}) + "\n")
+    res = CliRunner().invoke(app, ["rescore", str(empty), "--out", str(tmp_path / "n")])
+    assert res.exit_code != 0 and "no session" in res.output
+    assert not (tmp_path / "n").exists()

@@ -176,10 +176,8 @@ def rescore(
         scored, moved = rescore_states(
             run, out, make_embedder(embedder), DEFAULT_TAU if tau is None else tau
         )
-    except FileExistsError as exc:
+    except (FileExistsError, ValueError) as exc:
         raise typer.BadParameter(str(exc)) from exc
-    if not scored:
-        raise typer.BadParameter(f"{run}: no session logged its memories and gold points")
     console.print(f"[bold]{scored}[/bold] sessions scored again, {moved} moved → {out}")
     print_summary(write_metrics(out), out)
 

@@ -27,17 +27,20 @@ def rescore_states(
 ) -> tuple[int, int]:
     """Copy `source`'s records into `out`, each evaluated session's `state` computed
     again; returns (sessions scored, sessions whose state_f1 moved). `out` must not
-    hold records yet."""
+    hold records yet, and nothing is written where no session logged what its state
+    is computed from (ValueError)."""
     if (out / RESULTS).exists():
         raise FileExistsError(f"{out / RESULTS} exists: rescore into a new directory")
     records = list(read_records(source / RESULTS))
-    scored = moved = 0
-    for rec in records:
-        if rec.get("kind") != "session" or "gold" not in rec or "memories" not in rec:
-            continue
+    sessions = [
+        r for r in records if r.get("kind") == "session" and "gold" in r and "memories" in r
+    ]
+    if not sessions:
+        raise ValueError(f"{source}: no session logged its memories and gold points")
+    moved = 0
+    for rec in sessions:
         old = (rec.get("state") or {}).get("r_trans")
         rec["state"] = session_state(rec["memories"], rec["gold"], embedder, tau)
-        scored += 1
         moved += old is None or abs(float(old) - rec["state"]["r_trans"]) > 1e-9
     out.mkdir(parents=True, exist_ok=True)
     with (out / RESULTS).open("w", encoding="utf-8") as fh:
@@ -45,4 +48,4 @@ def rescore_states(
     for name in (JUDGMENTS, CACHE):
         if (source / name).is_file():
             shutil.copyfile(source / name, out / name)
-    return scored, moved
+    return len(sessions), moved
