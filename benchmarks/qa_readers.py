@@ -21,10 +21,10 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from deltamem.bench.agreement import cohen_kappa
+from deltamem.bench.agreement import cohen_kappa, load_labels
 
 ROOT = Path(__file__).resolve().parents[1]
-LABELS = ROOT / "bench" / "labels" / "qa.jsonl"
+LABELS = ROOT / "bench" / "labels"  # its qa.jsonl
 READERS = ROOT / "benchmarks" / "data" / "qa_readers.tsv"
 AGREEMENT = ROOT / "bench" / "agreement"
 REAL_FROM = 84  # qa-084 … qa-123 are answers the embedded answerer gave
@@ -32,6 +32,10 @@ REAL_FROM = 84  # qa-084 … qa-123 are answers the embedded answerer gave
 
 def _right(label: str) -> bool:
     return label == "correct"
+
+
+def _right_or_not(labels: list[str]) -> list[str]:
+    return ["correct" if _right(x) else "not" for x in labels]
 
 
 def _kappa(x: list[str], y: list[str]) -> str:
@@ -42,14 +46,14 @@ def _kappa(x: list[str], y: list[str]) -> str:
 def compare(name: str, ids: list[str], readers: dict[str, str], other: dict[str, str]) -> None:
     r, o = [readers[i] for i in ids], [other[i] for i in ids]
     agree = sum(a == b for a, b in zip(r, o, strict=True))
-    rb, ob = [str(_right(a)) for a in r], [str(_right(b)) for b in o]
+    rb, ob = _right_or_not(r), _right_or_not(o)
     called_right = sum(1 for a, b in zip(r, o, strict=True) if not _right(a) and _right(b))
     called_wrong = sum(1 for a, b in zip(r, o, strict=True) if _right(a) and not _right(b))
     print(
         f"  {name}: three-way {agree}/{len(ids)}, κ {_kappa(r, o)}; correct-or-not κ "
-        f"{_kappa(rb, ob)}: {called_right} of {rb.count('False')} not correct called correct, "
-        f"{called_wrong} of {rb.count('True')} correct called not; correct share "
-        f"{ob.count('True') / len(ids):.3f} (readers {rb.count('True') / len(ids):.3f})"
+        f"{_kappa(rb, ob)}: {called_right} of {rb.count('not')} not correct called correct, "
+        f"{called_wrong} of {rb.count('correct')} correct called not; correct share "
+        f"{ob.count('correct') / len(ids):.3f} (readers {rb.count('correct') / len(ids):.3f})"
     )
 
 
@@ -59,7 +63,7 @@ def main() -> None:
     parser.add_argument("--readers", type=Path, default=READERS)
     parser.add_argument("--agreement", type=Path, default=AGREEMENT)
     args = parser.parse_args()
-    labels = {r["id"]: r for r in map(json.loads, args.labels.read_text("utf-8").splitlines()) if r}
+    labels = {r["id"]: r for r in load_labels(args.labels, ["qa"]).get("qa", [])}
     a: dict[str, str] = {}
     b: dict[str, str] = {}
     for line in args.readers.read_text("utf-8").splitlines():

@@ -37,7 +37,7 @@ def test_labels_and_judge_are_read_against_the_agreed_items(tmp_path: Path) -> N
         lines = [json.dumps({"id": i, "judge": v}) for i, v in judged.items()]
         lines.append(json.dumps({"id": "locomo-001", "judge": "CORRECT"}))
         (folder / "agreement_items.jsonl").write_text("\n".join(lines) + "\n")
-    args = ["--labels", tmp_path / "qa.jsonl", "--readers", tmp_path / "readers.tsv"]
+    args = ["--labels", tmp_path, "--readers", tmp_path / "readers.tsv"]
     args += ["--agreement", tmp_path / "agreement"]
     out = subprocess.run(
         [sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True, check=True
