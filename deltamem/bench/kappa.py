@@ -47,7 +47,7 @@ SNAPSHOT = Agreement(
         "included": 0.514,
         "update": 0.614,
         "qa": 0.678,
-        "locomo": 0.665,
+        "locomo": 0.682,
     },
     model="qwen2.5-coder-1.5b-instruct-q4_k_m",
     mode="decomposed",
